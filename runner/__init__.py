@@ -1,0 +1,16 @@
+"""The runner: load problems, build payloads and execute them with the task harness (harness.md §1, §3, §4).
+
+Modules:
+  taskfile     task.yml loading and validation, case-line rendering, task hash
+  payload      RunPayload construction and the base64(zlib(json)) transport encoding
+  execute      the runner procedure of §3.2 (py and cu), returning a FullResult
+  protocol     POPCORN_FD result parsing, tamper rules, output truncation
+  process      running one harness process: pipes drained concurrently, process-group timeout kill
+  environment  the scrubbed environment handed to user code
+  sysinfo      SystemInfo collection without importing torch
+  cuda         the nvcc compile step
+
+Nothing here imports services/; torch is never imported in the runner process.
+"""
+
+RUNNER_VERSION = "0.1.0"

@@ -1,0 +1,182 @@
+"""The runner procedure (harness.md §3.2): write the files into a fresh directory, warm up (py) or compile (cu),
+run the stages of the payload's mode (§2) and return a FullResult (§3.3).
+
+`success: false` on the FullResult is reserved for runner failures (an exception here); user failures (compile
+errors, crashes, timeouts, failed checks) are recorded in the stage results of a successful FullResult.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, RunPayload, RunResult, SystemInfo
+
+from .cuda import BINARY_NAME, compile_cuda
+from .environment import scrubbed_environment
+from .process import run_process
+from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_output
+from .sysinfo import collect_system_info
+from .taskfile import render_case_file
+
+WARM_UP_TIMEOUT_SECONDS = 120
+WARM_UP_FILE = "submission.py"
+TORCH_EXTENSION_MARKER = "-DTORCH_EXTENSION_NAME"
+SUCCESS_EXIT_CODES = (0, 112)
+PROFILE_UNSUPPORTED = "profile mode is not supported by this runner yet"
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    key: str  # result key: test, benchmark, leaderboard, profile.<i>
+    harness_stage: str  # argv[1] of the harness; never "private"
+    cases: list[dict[str, CaseValue]]
+    timeout: int
+
+
+def plan_stages(payload: RunPayload) -> list[StagePlan]:
+    """The stages of a mode in chain order; `ranking_by: last` keeps only the last benchmark for timed stages."""
+    timed_cases = payload.benchmarks[-1:] if payload.ranking_by == "last" else payload.benchmarks
+    test = StagePlan("test", "test", payload.tests, payload.test_timeout)
+    benchmark = StagePlan("benchmark", "benchmark", timed_cases, payload.benchmark_timeout)
+    if payload.mode == "test":
+        return [test]
+    if payload.mode == "benchmark":
+        return [benchmark]
+    if payload.mode == "profile":
+        return [StagePlan(f"profile.{i}", "profile", [case], payload.benchmark_timeout)
+                for i, case in enumerate(payload.benchmarks)]
+    return [test, benchmark, StagePlan("leaderboard", "leaderboard", timed_cases, payload.ranked_timeout)]
+
+
+def execute(payload: RunPayload, *, workdir: Path | None = None) -> FullResult:
+    """Run `payload` and return its FullResult. `workdir` is the parent of the fresh run directory (default: the
+    system temp dir); the run directory is removed afterwards."""
+    system = SystemInfo()
+    try:
+        system = collect_system_info()
+        return FullResult(success=True, system=system, runs=_run_all(payload, workdir, system))
+    except Exception as exc:  # a runner failure, never the user's: report it instead of dying without a result
+        return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def _run_all(payload: RunPayload, workdir: Path | None, system: SystemInfo) -> dict[str, EvalResult]:
+    plans = plan_stages(payload)
+    if payload.mode == "profile":
+        stamp = _now()
+        return {plan.key: EvalResult(start=stamp, end=stamp, run=RunResult(
+            success=False, passed=False, stderr=PROFILE_UNSUPPORTED, exit_code=2)) for plan in plans}
+    base = Path(tempfile.mkdtemp(prefix="kernelbot-run-", dir=workdir))
+    try:
+        run_dir = base / "run"
+        run_dir.mkdir()
+        env = scrubbed_environment()
+        stage_env = dict(env)
+        if payload.seed is not None:
+            stage_env["POPCORN_SEED"] = str(payload.seed)
+        if payload.multi_gpu:
+            stage_env["POPCORN_GPUS"] = str(max(system.device_count, 1))
+        start = _now()
+        if payload.lang == "py":
+            if not payload.main or payload.main not in payload.sources:
+                raise ValueError(f"py payload main {payload.main!r} is not one of its sources")
+            _write_files(run_dir, payload.sources)
+            compilation = _warm_up(run_dir, env) if WARM_UP_FILE in payload.sources else None
+            program = [sys.executable, payload.main]
+        else:
+            files = {**payload.headers, **payload.sources}
+            _write_files(run_dir, files)
+            try:
+                compilation = compile_cuda(payload, run_dir, env)
+            finally:
+                _remove_files(run_dir, files)  # user code must never read the reference sources
+            if not compilation.success:
+                return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None)}
+            program = [f"./{BINARY_NAME}"]
+
+        runs: dict[str, EvalResult] = {}
+        for index, plan in enumerate(plans):
+            # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
+            stage_start = start if index == 0 else _now()
+            runs[plan.key] = _run_stage(program, plan, payload, run_dir, base, stage_env, compilation, stage_start)
+            stage = runs[plan.key].run
+            if not (stage and stage.success and stage.passed):
+                break
+        return runs
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, run_dir: Path, base: Path,
+               env: dict[str, str], compilation: CompileResult | None, start: str) -> EvalResult:
+    case_file = base / f"{plan.key}.cases.txt"  # outside the run directory, beside it
+    case_file.write_text(render_case_file(plan.cases), encoding="utf-8")
+    argv = [*program, plan.harness_stage, str(case_file)]
+    outcome = run_process(argv, cwd=str(run_dir), env=env, timeout=plan.timeout)
+    # Upstream's CUDA harness times only the last case in `leaderboard`, whatever ranking_by says.
+    expected = None if payload.lang == "cu" and plan.harness_stage == "leaderboard" else len(plan.cases)
+    if outcome.timed_out:
+        result, passed = {}, False
+    else:
+        verdict = judge_stage(decode_output(bytes(outcome.result.data)), plan.harness_stage, expected)
+        result, passed = verdict.result, verdict.passed
+        if outcome.result.overflowed:
+            result["error"], passed = "result channel overflow", False
+    run = RunResult(
+        success=not outcome.timed_out and outcome.exit_code in SUCCESS_EXIT_CODES,
+        passed=passed,
+        command=shlex.join(argv),
+        stdout=truncate_output(decode_output(bytes(outcome.stdout.data)), extra_lines=outcome.stdout.dropped_lines),
+        stderr=truncate_output(decode_output(bytes(outcome.stderr.data)), extra_lines=outcome.stderr.dropped_lines),
+        exit_code=outcome.exit_code,
+        duration=outcome.duration,
+        result=result,
+    )
+    harness = {"version": result["harness-version"]} if "harness-version" in result else {}
+    samples = parse_sample_lines(decode_output(bytes(outcome.data.data)))
+    return EvalResult(start=start, end=_now(), compilation=compilation, run=run, harness=harness, samples=samples)
+
+
+def _warm_up(run_dir: Path, env: dict[str, str]) -> CompileResult | None:
+    """Run the submission once (no POPCORN_* variables) to fill the inline-extension build cache; recorded only if
+    it printed the torch extension build line."""
+    argv = [sys.executable, WARM_UP_FILE]
+    outcome = run_process(argv, cwd=str(run_dir), env=env, timeout=WARM_UP_TIMEOUT_SECONDS, with_result_pipes=False)
+    stdout = decode_output(bytes(outcome.stdout.data))
+    if TORCH_EXTENSION_MARKER not in stdout:
+        return None
+    return CompileResult(
+        success=True,
+        command=shlex.join(argv),
+        stdout=truncate_output(stdout, extra_lines=outcome.stdout.dropped_lines),
+        stderr=truncate_output(decode_output(bytes(outcome.stderr.data)), extra_lines=outcome.stderr.dropped_lines),
+        exit_code=outcome.exit_code,
+    )
+
+
+def _resolve_inside(run_dir: Path, name: str) -> Path:
+    relative = PurePosixPath(name)
+    if not name or relative.is_absolute() or ".." in relative.parts:
+        raise ValueError(f"file name {name!r} does not stay inside the run directory")
+    return run_dir.joinpath(*relative.parts)
+
+
+def _write_files(run_dir: Path, files: dict[str, str]) -> None:
+    for name, content in files.items():
+        path = _resolve_inside(run_dir, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content, encoding="utf-8")
+
+
+def _remove_files(run_dir: Path, files: dict[str, str]) -> None:
+    for name in files:
+        _resolve_inside(run_dir, name).unlink(missing_ok=True)

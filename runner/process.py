@@ -1,0 +1,195 @@
+"""Running one harness (or warm-up / compiler) process with its output drained while it runs.
+
+All pipes (stdout, stderr, the POPCORN_FD result pipe and the POPCORN_DATA_FD bulk pipe) are read concurrently
+with a selector, so a child writing more than the 64 KiB pipe buffer never deadlocks (upstream read the result pipe
+only after exit). The child runs in its own session/process group; on timeout, and after a normal exit to reap
+stragglers, the whole group is killed. Resource limits (address space, process count...) are a later sandbox issue.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+CAPTURE_LIMIT = 1 << 20  # stdout/stderr: far beyond the 16 KiB that is kept after truncation
+RESULT_LIMIT = 4 << 20
+DATA_LIMIT = 16 << 20
+# How long we keep reading after the child exited or was killed: a descendant that escaped the process group
+# (setsid) could hold the pipes open forever, and must not hang the runner.
+DRAIN_GRACE_SECONDS = 2.0
+
+
+@dataclass
+class CapturedStream:
+    """Bytes read from one pipe, kept up to `limit`; beyond it only newlines are counted (for `N lines omitted`)."""
+
+    limit: int
+    data: bytearray = field(default_factory=bytearray)
+    dropped_lines: int = 0
+    overflowed: bool = False
+
+    def feed(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        self.data += chunk[:room]
+        if len(chunk) > room:
+            self.overflowed = True
+            self.dropped_lines += chunk.count(b"\n", room)
+
+
+@dataclass
+class ProcessOutcome:
+    exit_code: int
+    duration: float
+    timed_out: bool
+    stdout: CapturedStream
+    stderr: CapturedStream
+    result: CapturedStream
+    data: CapturedStream
+
+
+def run_process(
+    argv: list[str],
+    *,
+    cwd: str,
+    env: dict[str, str],
+    timeout: float,
+    with_result_pipes: bool = True,
+) -> ProcessOutcome:
+    """Run `argv` in its own process group; with `with_result_pipes`, export POPCORN_FD and POPCORN_DATA_FD.
+
+    Raises FileNotFoundError when the program does not exist (callers decide what that means).
+    """
+    env = dict(env)
+    streams = {name: CapturedStream(limit) for name, limit in
+               (("stdout", CAPTURE_LIMIT), ("stderr", CAPTURE_LIMIT), ("result", RESULT_LIMIT), ("data", DATA_LIMIT))}
+    read_ends: dict[int, str] = {}
+    child_ends: list[int] = []
+    try:
+        if with_result_pipes:
+            for name, variable in (("result", "POPCORN_FD"), ("data", "POPCORN_DATA_FD")):
+                read_end, write_end = os.pipe()
+                read_ends[read_end] = name
+                child_ends.append(write_end)
+                env[variable] = str(write_end)
+        start = time.monotonic()
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            pass_fds=tuple(child_ends), start_new_session=True,
+        )
+    except BaseException:
+        for fd in [*read_ends, *child_ends]:
+            os.close(fd)
+        raise
+    for fd in child_ends:  # only the child may hold the write ends, so EOF means "all writers gone"
+        os.close(fd)
+    read_ends[proc.stdout.fileno()] = "stdout"
+    read_ends[proc.stderr.fileno()] = "stderr"
+    try:
+        timed_out, duration = _pump(proc, read_ends, streams, start, timeout)
+    finally:
+        _kill_group(proc)
+        proc.wait()
+        for fd, name in read_ends.items():
+            if name in ("result", "data"):
+                _close_quietly(fd)
+        proc.stdout.close()
+        proc.stderr.close()
+    return ProcessOutcome(
+        exit_code=114 if timed_out else proc.returncode,
+        duration=timeout if timed_out else duration,
+        timed_out=timed_out,
+        **streams,
+    )
+
+
+def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, CapturedStream],
+          start: float, timeout: float) -> tuple[bool, float]:
+    """Read every pipe until EOF while watching the child's exit and the deadline. Returns (timed_out, duration)."""
+    selector = selectors.DefaultSelector()
+    for fd in read_ends:
+        os.set_blocking(fd, False)
+        selector.register(fd, selectors.EVENT_READ, read_ends[fd])
+    exit_fd = _open_pidfd(proc.pid)
+    if exit_fd is not None:
+        selector.register(exit_fd, selectors.EVENT_READ, "exit")
+    deadline = start + timeout
+    open_pipes = set(read_ends)
+    ended_at: float | None = None  # when the child exited or was killed
+    timed_out = False
+    try:
+        while True:
+            now = time.monotonic()
+            if ended_at is None and exit_fd is None and _has_exited(proc.pid):
+                ended_at = now
+                _kill_group(proc)  # stragglers: daemons left behind by the harness or user code
+            if ended_at is None and now >= deadline:
+                timed_out, ended_at = True, now
+                _kill_group(proc)
+            if ended_at is not None:
+                if not open_pipes or now >= ended_at + DRAIN_GRACE_SECONDS:
+                    break
+                wait = ended_at + DRAIN_GRACE_SECONDS - now
+            else:
+                wait = deadline - now if exit_fd is not None else min(deadline - now, 0.05)
+            for key, _ in selector.select(max(wait, 0.0)):
+                if key.data == "exit":
+                    selector.unregister(key.fd)
+                    ended_at = time.monotonic()
+                    _kill_group(proc)
+                    continue
+                chunk = _read_chunk(key.fd)
+                if chunk is None:
+                    continue
+                if chunk:
+                    streams[key.data].feed(chunk)
+                else:
+                    selector.unregister(key.fd)
+                    open_pipes.discard(key.fd)
+    finally:
+        selector.close()
+        if exit_fd is not None:
+            _close_quietly(exit_fd)
+    return timed_out, (ended_at or time.monotonic()) - start
+
+
+def _read_chunk(fd: int) -> bytes | None:
+    """The next bytes of a pipe, b"" at EOF, None when a wake-up found nothing to read yet."""
+    try:
+        return os.read(fd, 65536)
+    except BlockingIOError:
+        return None
+    except OSError:
+        return b""
+
+
+def _open_pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _has_exited(pid: int) -> bool:
+    # WNOWAIT leaves the child a zombie, so its pid (= our process group id) cannot be reused before we kill the group.
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _close_quietly(fd: int) -> None:
+    try:
+        os.close(fd)
+    except OSError:
+        pass

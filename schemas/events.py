@@ -1,0 +1,299 @@
+"""The event catalogue (architecture.md §3). One type per subject; subjects are evt.<entity>.<past_verb>."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.contracts import FullResult, Mode, Task, UserMode
+from schemas.envelope import Event
+
+Visibility = Literal["public", "closed"]
+JobStatus = Literal["succeeded", "failed", "timed_out", "hacked"]
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+# --- leaderboards -------------------------------------------------------------------------------------------
+
+
+class LeaderboardCreated(Event):
+    subject = "evt.leaderboard.created"
+    name: str
+    description: str = ""
+    task: Task
+    task_hash: str = ""
+    templates: dict[str, str] = {}
+    gpus: list[str]
+    deadline: datetime
+    visibility: Visibility = "public"
+    secret_seed: int
+    creator_id: int = 0
+    forum_id: int = -1
+
+    def identity(self) -> str:
+        return f"{self.name}:{self.task_hash}"
+
+
+class LeaderboardUpdated(Event):
+    subject = "evt.leaderboard.updated"
+    name: str
+    description: str = ""
+    task: Task
+    task_hash: str = ""
+    templates: dict[str, str] = {}
+    deadline: datetime
+
+    def identity(self) -> str:
+        content = f"{self.task_hash}|{self.deadline.isoformat()}|{self.description}|{sorted(self.templates.items())}"
+        return f"{self.name}:{hashlib.sha256(content.encode()).hexdigest()[:16]}"
+
+
+class LeaderboardDeleted(Event):
+    subject = "evt.leaderboard.deleted"
+    name: str
+    force: bool = False
+
+    def identity(self) -> str:
+        return f"{self.name}:{self.occurred_at.isoformat()}"
+
+
+# --- people ---------------------------------------------------------------------------------------------------
+
+
+class CliUserRegistered(Event):
+    subject = "evt.user.registered"
+    user_id: str
+    user_name: str
+    cli_id: str
+    web_auth_id: str | None = None
+
+    def identity(self) -> str:
+        return f"{self.user_id}:{self.cli_id}"
+
+
+# --- submissions ----------------------------------------------------------------------------------------------
+
+
+class SubmissionReceived(Event):
+    subject = "evt.submission.received"
+    submission_id: int
+    leaderboard: str
+    gpus: list[str]
+    mode: UserMode
+    user_id: str
+    user_name: str
+    file_name: str
+    code: str
+    origin: str = "http"
+
+    def identity(self) -> str:
+        return str(self.submission_id)
+
+
+class PlannedRun(_Part):
+    run_id: str
+    gpu: str
+    mode: Mode
+    secret: bool = False
+
+
+class SubmissionAccepted(Event):
+    subject = "evt.submission.accepted"
+    submission_id: int
+    leaderboard: str
+    user_id: str
+    user_name: str
+    mode: UserMode
+    ranking_by: str
+    submitted_at: datetime
+    runs: list[PlannedRun]
+
+    def identity(self) -> str:
+        return str(self.submission_id)
+
+
+class SubmissionRejected(Event):
+    subject = "evt.submission.rejected"
+    submission_id: int
+    reason: str
+    status_code: int = 400
+
+    def identity(self) -> str:
+        return str(self.submission_id)
+
+
+class SubmissionFinished(Event):
+    subject = "evt.submission.finished"
+    submission_id: int
+    status: JobStatus
+    error: str | None = None
+
+    def identity(self) -> str:
+        return str(self.submission_id)
+
+
+# --- runs -----------------------------------------------------------------------------------------------------
+
+
+class RunRequested(Event):
+    subject = "evt.run.requested"
+    run_id: str
+    submission_id: int
+    leaderboard: str
+    gpu: str
+    mode: Mode
+    secret: bool = False
+    timeout_s: int
+
+    def identity(self) -> str:
+        return self.run_id
+
+
+class RunDispatched(Event):
+    subject = "evt.run.dispatched"
+    run_id: str
+    submission_id: int
+    gpu: str
+    backend: str
+    job_ref: str
+    attempt: int = 1
+
+    def identity(self) -> str:
+        return f"{self.run_id}:{self.attempt}"
+
+
+class RunStarted(Event):
+    subject = "evt.run.started"
+    run_id: str
+    submission_id: int
+    gpu: str
+    attempt: int = 1
+
+    def identity(self) -> str:
+        return f"{self.run_id}:{self.attempt}"
+
+
+class RunProgress(Event):
+    subject = "evt.run.progress"
+    run_id: str
+    submission_id: int
+    sequence: int
+    message: str
+
+    def identity(self) -> str:
+        return f"{self.run_id}:{self.sequence}"
+
+
+class RunCompleted(Event):
+    subject = "evt.run.completed"
+    run_id: str
+    submission_id: int
+    leaderboard: str
+    gpu: str
+    mode: Mode
+    secret: bool = False
+    ranking_by: str = "last"
+    backend: str = "local"
+    result: FullResult
+
+    def identity(self) -> str:
+        return self.run_id
+
+
+RunFailureReason = Literal["timeout", "launch_error", "lost", "runner_error", "cancelled"]
+
+
+class RunFailed(Event):
+    """An infrastructure failure: the run produced no result a user's code is to blame for."""
+
+    subject = "evt.run.failed"
+    run_id: str
+    submission_id: int
+    gpu: str
+    reason: RunFailureReason
+    detail: str = ""
+    retryable: bool = False
+
+    def identity(self) -> str:
+        return self.run_id
+
+
+# --- scores ---------------------------------------------------------------------------------------------------
+
+
+class ScoreComputed(Event):
+    subject = "evt.score.computed"
+    submission_id: int
+    leaderboard: str
+    gpu: str
+    user_id: str
+    user_name: str
+    run_id: str
+    score: float
+    secret_score: float | None = None
+    ranking_by: str
+    harness_version: str = ""
+    submitted_at: datetime
+
+    def identity(self) -> str:
+        return f"{self.submission_id}:{self.gpu}"
+
+
+class ScoreRejected(Event):
+    subject = "evt.score.rejected"
+    submission_id: int
+    leaderboard: str
+    gpu: str
+    reason: str
+
+    def identity(self) -> str:
+        return f"{self.submission_id}:{self.gpu}"
+
+
+class RankEntry(_Part):
+    rank: int
+    user_id: str
+    user_name: str
+    score: float
+    submission_id: int
+
+
+class LeaderboardRankChanged(Event):
+    subject = "evt.leaderboard.rank_changed"
+    leaderboard: str
+    gpu: str
+    top: list[RankEntry]
+    previous_top: list[RankEntry] = []
+    caused_by_submission: int
+
+    def identity(self) -> str:
+        return f"{self.leaderboard}:{self.gpu}:{self.caused_by_submission}"
+
+
+CATALOGUE: tuple[type[Event], ...] = (
+    LeaderboardCreated,
+    LeaderboardUpdated,
+    LeaderboardDeleted,
+    CliUserRegistered,
+    SubmissionReceived,
+    SubmissionAccepted,
+    SubmissionRejected,
+    SubmissionFinished,
+    RunRequested,
+    RunDispatched,
+    RunStarted,
+    RunProgress,
+    RunCompleted,
+    RunFailed,
+    ScoreComputed,
+    ScoreRejected,
+    LeaderboardRankChanged,
+)
+
+BY_SUBJECT: dict[str, type[Event]] = {event.subject: event for event in CATALOGUE}

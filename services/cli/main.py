@@ -1,0 +1,107 @@
+"""The `kernelbot` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from services.cli import client
+
+app = typer.Typer(help="KernelBot: compete at writing fast GPU kernels.", no_args_is_help=True)
+leaderboard_app = typer.Typer(help="Read leaderboards.", no_args_is_help=True)
+app.add_typer(leaderboard_app, name="leaderboard")
+
+Url = Annotated[str, typer.Option(help="Gateway URL (default: KB_URL, else http://127.0.0.1:8000)")]
+SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger")
+
+
+@app.command()
+def up(
+    data_dir: Annotated[Path, typer.Option(help="Where NATS, Postgres and runs keep their data")] = None,
+    port: Annotated[int, typer.Option(help="Gateway port")] = 8000,
+) -> None:
+    """Start the whole platform on this machine (its own NATS and Postgres unless KB_NATS_URL/KB_DATABASE_URL)."""
+    from services.cli.up import run_up
+
+    run_up((data_dir or client.default_data_dir()).resolve(), port, typer.echo)
+
+
+@app.command()
+def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | scorer | ledger")]) -> None:
+    """Run one service in the foreground."""
+    import asyncio
+
+    if name not in SERVICE_NAMES:
+        raise typer.BadParameter(f"unknown service {name!r}; choose one of {', '.join(SERVICE_NAMES)}")
+    if name == "gateway":
+        import uvicorn
+
+        from services.gateway.app import create_app
+        from services.kit.settings import GatewaySettings
+
+        settings = GatewaySettings()
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        return
+    module = __import__(f"services.{name}.app", fromlist=["create_app"])
+    asyncio.run(module.create_app().run())
+
+
+def _print_view(view: dict) -> None:
+    job = view.get("job") or {}
+    typer.echo(f"  status: {job.get('status')}  runs recorded: {len(view['runs'])}")
+
+
+def _print_result(view: dict) -> None:
+    for run in view["runs"]:
+        secret = " (secret)" if run["secret"] else ""
+        verdict = "passed" if run["passed"] else "failed"
+        score = f"  score {run['score']:.9f} s" if run.get("score") is not None else ""
+        typer.echo(f"  {run['runner']} {run['mode']}{secret}: {verdict}{score}")
+    job = view.get("job") or {}
+    typer.echo(f"Submission {view['id']} {job.get('status')}" + (f": {job['error']}" if job.get("error") else ""))
+
+
+@app.command()
+def submit(
+    file: Annotated[Path, typer.Argument(exists=True, dir_okay=False, readable=True)],
+    leaderboard: Annotated[str, typer.Option("--leaderboard", "-l")],
+    gpu: Annotated[str, typer.Option("--gpu", "-g")] = "cpu",
+    mode: Annotated[str, typer.Option("--mode", "-m", help="test | benchmark | leaderboard")] = "test",
+    url: Url = None,
+    cli_id: Annotated[str, typer.Option(help="CLI id (default: KB_CLI_ID, else the one kernelbot up stored)")] = None,
+) -> None:
+    """Submit a kernel, follow it live, and show the result."""
+    url = url or client.default_url()
+    ident = client.cli_id(cli_id)
+    try:
+        accepted = client.submit(url, ident, file, leaderboard, gpu, mode)
+        submission_id = accepted["details"]["id"]
+        queue = accepted.get("runner_queue") or {}
+        typer.echo(f"Submission {submission_id} accepted. {queue.get('runner', '')} {gpu} queue: "
+                   f"{queue.get('queued_jobs')} queued jobs.")
+        view = client.follow(url, ident, submission_id, _print_view)
+    except client.ApiError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    _print_result(view)
+    if (view.get("job") or {}).get("status") != "succeeded":
+        raise typer.Exit(1)
+
+
+@leaderboard_app.command("show")
+def leaderboard_show(name: str, gpu: Annotated[str, typer.Option("--gpu", "-g")] = "cpu", url: Url = None) -> None:
+    """Print the ranking of a leaderboard on one GPU."""
+    try:
+        rows = client.ranking(url or client.default_url(), name, gpu)
+    except client.ApiError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    if not rows:
+        typer.echo(f"No ranked submissions on {name} ({gpu}) yet.")
+        return
+    typer.echo(f"{'rank':>4}  {'user':<20} {'score (s)':>14}  {'submission':>10}  submitted")
+    for row in rows:
+        typer.echo(f"{row['rank']:>4}  {row['user_name'][:20]:<20} {row['submission_score']:>14.9f}  "
+                   f"{row['submission_id']:>10}  {row['submission_time']}")

@@ -1,0 +1,154 @@
+"""`kernelbot up`: the whole platform on one machine, with its own NATS and Postgres unless told otherwise."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncpg
+import nats
+
+from problems import PROBLEMS_ROOT
+from schemas.events import CliUserRegistered
+from schemas.streams import EVENTS
+from services.cli.bundled import leaderboards_from_competition
+from services.kit.bus import MSG_ID_HEADER, encode
+from services.kit.db import apply_migrations
+
+SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
+LOCAL_USER_ID = "local"
+
+
+@dataclass
+class Stack:
+    data_dir: Path
+    port: int
+    nats_url: str = ""
+    database_url: str = ""
+    servers: list = field(default_factory=list)
+    children: dict[str, subprocess.Popen] = field(default_factory=dict)
+
+    def start_infrastructure(self) -> None:
+        from services.kit.embedded import start_nats, start_postgres
+
+        self.nats_url = os.environ.get("KB_NATS_URL", "")
+        self.database_url = os.environ.get("KB_DATABASE_URL", "")
+        if not self.nats_url:
+            nats_server = start_nats(self.data_dir / "nats", port=int(os.environ.get("KB_NATS_PORT", "0")) or None)
+            self.servers.append(nats_server)
+            self.nats_url = nats_server.url
+        if not self.database_url:
+            postgres = start_postgres(self.data_dir / "postgres")
+            self.servers.append(postgres)
+            self.database_url = postgres.url
+        apply_migrations(self.database_url)
+
+    def service_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
+                   KB_RUNS_DIR=str(self.data_dir / "runs"), KB_WORKER_ID=f"up-{self.data_dir.name}")
+        return env
+
+    def spawn(self, name: str) -> None:
+        log = open(self.data_dir / f"{name}.log", "ab")  # noqa: SIM115 - owned by the child for its life
+        self.children[name] = subprocess.Popen(
+            [sys.executable, "-m", "services.cli", "serve", name], env=self.service_env(), stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def supervise_once(self) -> list[str]:
+        """Restart any service that died; returns the names restarted."""
+        restarted = []
+        for name, child in list(self.children.items()):
+            if child.poll() is not None:
+                self.spawn(name)
+                restarted.append(name)
+        return restarted
+
+    def stop(self) -> None:
+        for child in self.children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        for child in self.children.values():
+            try:
+                child.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                child.kill()
+        for server in reversed(self.servers):
+            server.stop()
+
+
+async def seed(stack: Stack) -> str:
+    """Bundled leaderboards and the local user, published as events the first time; returns the local CLI id."""
+    cli_file = stack.data_dir / "cli_id"
+    if not cli_file.exists():
+        cli_file.write_text(secrets.token_urlsafe(24))
+        cli_file.chmod(0o600)
+    cli_id = cli_file.read_text().strip()
+    conn = await asyncpg.connect(stack.database_url)
+    try:
+        existing = {r["name"].lower() for r in await conn.fetch("SELECT name FROM leaderboards")}
+        has_user = await conn.fetchval("SELECT 1 FROM users WHERE cli_id = $1", cli_id)
+    finally:
+        await conn.close()
+    events = leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", existing)
+    if not has_user:
+        events.append(CliUserRegistered(user_id=LOCAL_USER_ID, user_name=getpass.getuser(), cli_id=cli_id))
+    client = await nats.connect(stack.nats_url)
+    try:
+        js = client.jetstream()
+        for event in events:
+            await js.publish(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
+                             stream=EVENTS.name)
+    finally:
+        await client.close()
+    return cli_id
+
+
+def run_up(data_dir: Path, port: int, echo) -> None:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    stack = Stack(data_dir=data_dir, port=port)
+    try:
+        echo(f"Starting NATS and Postgres under {data_dir} ...")
+        stack.start_infrastructure()
+        for name in SERVICES:
+            stack.spawn(name)
+        asyncio.run(_seed_when_streams_exist(stack))
+        echo(f"KernelBot is up: http://127.0.0.1:{port}  (logs in {data_dir})")
+        echo(f"Your CLI id is stored in {data_dir / 'cli_id'}; try:")
+        echo("  kernelbot submit problems/examples/vectoradd_py/submission.py --leaderboard vectoradd --gpu cpu "
+             "--mode leaderboard")
+        echo("Press Ctrl-C to stop.")
+        while True:
+            time.sleep(1)
+            for name in stack.supervise_once():
+                echo(f"{name} exited; restarted it (see {data_dir / (name + '.log')})")
+    except KeyboardInterrupt:
+        echo("Stopping ...")
+    finally:
+        stack.stop()
+
+
+async def _seed_when_streams_exist(stack: Stack) -> str:
+    """The services declare the streams at start-up; wait for them before publishing the seed events."""
+    client = await nats.connect(stack.nats_url)
+    try:
+        js = client.jetstream()
+        for _ in range(300):
+            try:
+                await js.stream_info(EVENTS.name)
+                break
+            except Exception:  # noqa: BLE001 - not declared yet
+                await asyncio.sleep(0.1)
+    finally:
+        await client.close()
+    return await seed(stack)

@@ -1,0 +1,54 @@
+"""The dispatcher's consumer: admission and run planning for every received submission."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from faststream import Context
+from faststream.nats import NatsMessage, NatsRouter
+
+from runner.payload import build_payload
+from schemas.events import RunRequested, SubmissionAccepted, SubmissionReceived, SubmissionRejected
+from services.dispatcher import planning, policy, repository
+from services.kit.consumer import Kit
+from services.kit.runtime import durable_consumer
+
+router = NatsRouter()
+
+LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
+
+
+async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: int):
+    board = await repository.board(conn, event.leaderboard)
+    refusal = policy.admit(
+        leaderboard_name=event.leaderboard, board=board.view if board else None, gpus=event.gpus, mode=event.mode,
+        file_name=event.file_name, code=event.code, now=datetime.now(UTC),
+    )
+    tags = {"correlation_id": str(event.submission_id), "causation_id": event.event_id}
+    if refusal is not None:
+        return [SubmissionRejected(submission_id=event.submission_id, reason=refusal.detail,
+                                   status_code=refusal.status, **tags)]
+    runs = planning.plan_runs(event.submission_id, event.mode, event.gpus)
+    budget = planning.run_budget_s(board.task, event.mode, launch_allowance_s)
+    requested = []
+    for run in runs:
+        seed = board.secret_seed if run.secret else board.task.seed
+        payload = build_payload(board.task, event.code, run_id=run.run_id, gpu=run.gpu, mode=run.mode,
+                                secret=run.secret, seed=seed)
+        stored = payload.model_dump(mode="json") | {"leaderboard": board.view.name}
+        await repository.enqueue(conn, run.run_id, event.submission_id, run.gpu, stored, budget)
+        requested.append(RunRequested(run_id=run.run_id, submission_id=event.submission_id,
+                                      leaderboard=board.view.name, gpu=run.gpu, mode=run.mode, secret=run.secret,
+                                      timeout_s=budget, **tags))
+    accepted = SubmissionAccepted(
+        submission_id=event.submission_id, leaderboard=board.view.name, user_id=event.user_id,
+        user_name=event.user_name, mode=event.mode, ranking_by=board.ranking_by, submitted_at=event.occurred_at,
+        runs=runs, **tags,
+    )
+    return [accepted, *requested]
+
+
+@router.subscriber("evt.submission.received", **durable_consumer("dispatcher-admit"), title="dispatcher-admit")
+async def on_submission_received(event: SubmissionReceived, msg: NatsMessage, kit: Kit = Context("kit")) -> None:
+    allowance = kit.extras.get(LAUNCH_ALLOWANCE_KEY, 60)
+    await kit.handle(msg, lambda conn: admit_and_plan(conn, event, allowance))

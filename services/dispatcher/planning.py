@@ -1,0 +1,36 @@
+"""Run planning: which runs a submission becomes, and how long each may take. Pure."""
+
+from __future__ import annotations
+
+from schemas.contracts import Task
+from schemas.events import PlannedRun
+
+# harness.md §2: the warm-up or compile step before the stages has its own fixed budget.
+COMPILE_BUDGET_S = 120
+
+
+def plan_runs(submission_id: int, mode: str, gpus: list[str]) -> list[PlannedRun]:
+    """Ranked submissions get a public and a secret-seed run per GPU; other modes one run per GPU."""
+    runs = []
+    for gpu in gpus:
+        if mode == "leaderboard":
+            runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.public", gpu=gpu, mode="leaderboard"))
+            runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.secret", gpu=gpu, mode="private", secret=True))
+        else:
+            runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.{mode}", gpu=gpu, mode=mode))
+    return runs
+
+
+def stage_timeouts(task: Task, mode: str) -> list[int]:
+    if mode == "test":
+        return [task.test_timeout]
+    if mode == "benchmark":
+        return [task.benchmark_timeout]
+    if mode == "profile":
+        return [task.benchmark_timeout] * max(1, len(task.benchmarks))
+    return [task.test_timeout, task.benchmark_timeout, task.ranked_timeout]
+
+
+def run_budget_s(task: Task, mode: str, launch_allowance_s: int) -> int:
+    """One timeout model (harness.md §12.1): compile step + the run's stage timeouts + the backend's allowance."""
+    return COMPILE_BUDGET_S + sum(stage_timeouts(task, mode)) + launch_allowance_s

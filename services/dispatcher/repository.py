@@ -1,0 +1,107 @@
+"""SQL of the dispatcher: leaderboard lookups and the durable run queue with leases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import asyncpg
+
+from schemas.contracts import Task
+from services.dispatcher.policy import LeaderboardView
+
+LEADERBOARD = """
+SELECT name, gpus, deadline, task, secret_seed, ranking_by FROM leaderboards WHERE lower(name) = lower($1)
+"""
+ENQUEUE = """
+INSERT INTO dispatch_runs (run_id, submission_id, gpu, payload, timeout_s) VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (run_id) DO NOTHING
+"""
+NOTIFY_QUEUE = "SELECT pg_notify('kb_dispatch', $1)"
+# Our own unfinished runs from a previous life come first: they are resumed, not relaunched.
+CLAIM = """
+UPDATE dispatch_runs SET lease_owner = $3, lease_until = now() + make_interval(secs => $4),
+       attempts = attempts + CASE WHEN status = 'queued' THEN 1 ELSE 0 END
+WHERE run_id IN (
+    SELECT run_id FROM dispatch_runs
+    WHERE gpu = $1 AND status <> 'finished'
+      AND (status = 'queued' AND lease_owner IS NULL
+           OR lease_until < now()
+           OR (lease_owner = $3 AND NOT (run_id = ANY($5::text[]))))
+    ORDER BY enqueued_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED)
+RETURNING run_id, submission_id, gpu, payload, timeout_s, status, attempts, job_ref, launched_at
+"""
+MARK_LAUNCHED = """
+UPDATE dispatch_runs SET status = 'launched', backend = $2, job_ref = $3, launched_at = now()
+WHERE run_id = $1 AND lease_owner = $4
+"""
+REQUEUE = """
+UPDATE dispatch_runs SET status = 'queued', job_ref = NULL, lease_owner = NULL, lease_until = NULL,
+       attempts = attempts + 1
+WHERE run_id = $1
+"""
+MARK_FINISHED = """
+UPDATE dispatch_runs SET status = 'finished', finished_at = now(), lease_owner = NULL
+WHERE run_id = $1 AND status <> 'finished' RETURNING submission_id
+"""
+RENEW = """
+UPDATE dispatch_runs SET lease_until = now() + make_interval(secs => $2)
+WHERE run_id = ANY($1::text[]) AND lease_owner = $3
+"""
+
+
+@dataclass(frozen=True)
+class Board:
+    view: LeaderboardView
+    task: Task
+    secret_seed: int
+    ranking_by: str
+
+
+@dataclass(frozen=True)
+class ClaimedRun:
+    run_id: str
+    submission_id: int
+    gpu: str
+    payload: dict
+    timeout_s: int
+    status: str
+    attempts: int
+    job_ref: str | None
+
+
+async def board(conn: asyncpg.Connection, name: str) -> Board | None:
+    row = await conn.fetchrow(LEADERBOARD, name)
+    if row is None:
+        return None
+    task = Task.model_validate(row["task"])
+    view = LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"], lang=task.lang)
+    return Board(view=view, task=task, secret_seed=row["secret_seed"], ranking_by=row["ranking_by"])
+
+
+async def enqueue(conn: asyncpg.Connection, run_id: str, submission_id: int, gpu: str, payload: dict,
+                  timeout_s: int) -> None:
+    await conn.execute(ENQUEUE, run_id, submission_id, gpu, payload, timeout_s)
+    await conn.execute(NOTIFY_QUEUE, gpu)
+
+
+async def claim(pool: asyncpg.Pool, gpu: str, limit: int, owner: str, lease_s: float,
+                active: list[str]) -> list[ClaimedRun]:
+    rows = await pool.fetch(CLAIM, gpu, limit, owner, lease_s, active)
+    return [ClaimedRun(**{k: r[k] for k in ClaimedRun.__dataclass_fields__}) for r in rows]
+
+
+async def mark_launched(conn: asyncpg.Connection, run_id: str, backend: str, job_ref: str, owner: str) -> None:
+    await conn.execute(MARK_LAUNCHED, run_id, backend, job_ref, owner)
+
+
+async def requeue(pool: asyncpg.Pool, run_id: str) -> None:
+    await pool.execute(REQUEUE, run_id)
+
+
+async def mark_finished(conn: asyncpg.Connection, run_id: str) -> bool:
+    return await conn.fetchval(MARK_FINISHED, run_id) is not None
+
+
+async def renew(pool: asyncpg.Pool, run_ids: list[str], lease_s: float, owner: str) -> None:
+    if run_ids:
+        await pool.execute(RENEW, run_ids, lease_s, owner)

@@ -1,0 +1,69 @@
+"""Dependencies of the gateway routes: settings, pool, broker, identities."""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Annotated
+
+import asyncpg
+from fastapi import Depends, Header, HTTPException, Request
+from faststream.nats import NatsBroker
+
+from services.gateway import repository
+from services.kit.settings import GatewaySettings
+
+
+def get_settings(request: Request) -> GatewaySettings:
+    return request.app.state.settings
+
+
+def get_pool(request: Request) -> asyncpg.Pool:
+    return request.app.state.pool
+
+
+def get_broker(request: Request) -> NatsBroker:
+    return request.app.state.broker
+
+
+Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
+Broker = Annotated[NatsBroker, Depends(get_broker)]
+Settings = Annotated[GatewaySettings, Depends(get_settings)]
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    user_name: str
+    banned: bool
+    via_cli: bool
+
+
+async def current_user(
+    pool: Pool,
+    x_popcorn_cli_id: Annotated[str | None, Header()] = None,
+    x_web_auth_id: Annotated[str | None, Header()] = None,
+) -> User:
+    """USER auth class (http-api.md §1.2): the web id decides when both are present; empty counts as absent."""
+    if x_web_auth_id:
+        row, via_cli = await repository.user_by_web(pool, x_web_auth_id), False
+    elif x_popcorn_cli_id:
+        row, via_cli = await repository.user_by_cli(pool, x_popcorn_cli_id), True
+    else:
+        raise HTTPException(400, "Missing X-Web-Auth-Id or X-Popcorn-Cli-Id header")
+    if row is None:
+        raise HTTPException(401, "Invalid or unauthorized auth header")
+    return User(str(row["user_id"]), row["user_name"], row["banned"], via_cli)
+
+
+CurrentUser = Annotated[User, Depends(current_user)]
+
+
+async def require_admin(settings: Settings, authorization: Annotated[str | None, Header()] = None) -> None:
+    token = settings.admin_token.get_secret_value() if settings.admin_token else ""
+    if not token:
+        raise HTTPException(401, "Admin API is disabled: no admin token is configured")
+    if not authorization:
+        raise HTTPException(401, "Missing Authorization header")
+    if not hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
+        raise HTTPException(401, "Invalid admin token")

@@ -1,0 +1,43 @@
+"""Every error body is {"detail": "<string>"} (http-api.md §1.3), whatever raised it."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from services.dispatcher.policy import Refused
+
+log = logging.getLogger("kernelbot.gateway")
+
+
+def _detail_text(exc: RequestValidationError) -> str:
+    first = exc.errors()[0] if exc.errors() else {}
+    location = ".".join(str(part) for part in first.get("loc", ()))
+    if location == "body.file":
+        return "Missing multipart field 'file'"
+    return f"Invalid request: {location}: {first.get('msg', 'malformed')}"
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.exception_handler(Refused)
+    async def refused(_: Request, exc: Refused) -> JSONResponse:
+        return JSONResponse({"detail": exc.refusal.detail}, status_code=exc.refusal.status)
+
+    @app.exception_handler(RequestValidationError)
+    async def malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
+        return JSONResponse({"detail": _detail_text(exc)}, status_code=422)
+
+    @app.exception_handler(Exception)
+    async def unexpected(_: Request, exc: Exception) -> JSONResponse:
+        ref = uuid.uuid4().hex[:12]
+        log.exception("unhandled error (ref %s)", ref, exc_info=exc)
+        return JSONResponse({"detail": f"Internal server error (ref {ref})"}, status_code=500)

@@ -1,0 +1,35 @@
+"""Admin routes of the spine: provisioning CLI identities (http-api.md §3.36)."""
+
+from __future__ import annotations
+
+import secrets
+
+from fastapi import APIRouter, Depends, HTTPException
+from pydantic import BaseModel
+
+from schemas.events import CliUserRegistered
+from services.gateway import repository
+from services.gateway.deps import Broker, Pool, require_admin
+from services.kit.bus import publish
+
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
+
+
+class NewUser(BaseModel):
+    user_id: str
+    user_name: str
+    cli_id: str | None = None
+    web_auth_id: str | None = None
+
+
+@router.post("/users")
+async def register_user(body: NewUser, pool: Pool, broker: Broker) -> dict:
+    if not body.user_id or not body.user_name:
+        raise HTTPException(400, "user_id and user_name are required")
+    cli_id = body.cli_id or secrets.token_urlsafe(24)
+    owner = await repository.cli_owner(pool, cli_id)
+    if owner is not None and owner != body.user_id:
+        raise HTTPException(400, "cli_id already in use")
+    await publish(broker, CliUserRegistered(user_id=body.user_id, user_name=body.user_name, cli_id=cli_id,
+                                            web_auth_id=body.web_auth_id))
+    return {"status": "ok", "user_id": body.user_id, "user_name": body.user_name, "cli_id": cli_id}

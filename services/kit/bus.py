@@ -1,0 +1,107 @@
+"""The broker, the stream declarations and message encoding, shared by every service."""
+
+from __future__ import annotations
+
+import logging
+
+from faststream.nats import JStream, NatsBroker
+from nats.js.api import StorageType
+
+from schemas.envelope import Event
+from schemas.events import BY_SUBJECT
+from schemas.streams import ALL_STREAMS, EVENTS, StreamSpec
+
+MSG_ID_HEADER = "Nats-Msg-Id"
+
+
+def jstream(spec: StreamSpec = EVENTS) -> JStream:
+    """The FastStream view of one of our streams, declared with exactly the settings of `schemas.streams`."""
+    return JStream(
+        name=spec.name,
+        subjects=list(spec.subjects),
+        storage=StorageType.FILE,
+        duplicate_window=spec.duplicate_window_s,
+        max_msg_size=spec.max_msg_size,
+        max_age=spec.max_age_s or None,
+        declare=False,  # declare_streams() is the one place streams are created
+    )
+
+
+def _patch_fetch_timeout() -> None:
+    """nats-py's pull fetch raises asyncio.TimeoutError where FastStream catches nats.errors.TimeoutError.
+
+    Uncaught, it kills FastStream's consume task mid-batch, and the messages it had fetched wait a whole ack_wait
+    before redelivery. Re-raising as the nats error lets FastStream treat it as the idle timeout it is.
+    """
+    from nats import errors
+    from nats.js.client import JetStreamContext
+
+    fetch = JetStreamContext.PullSubscription.fetch
+    if getattr(fetch, "_kernelbot_patched", False):
+        return
+
+    async def fetch_with_nats_timeout(self, *args, **kwargs):
+        try:
+            return await fetch(self, *args, **kwargs)
+        except errors.TimeoutError:
+            raise
+        except TimeoutError as exc:
+            raise errors.TimeoutError from exc
+
+    fetch_with_nats_timeout._kernelbot_patched = True
+    JetStreamContext.PullSubscription.fetch = fetch_with_nats_timeout
+
+
+def make_broker(url: str, *, middlewares: tuple = (), log_level: str = "WARNING") -> NatsBroker:
+    _patch_fetch_timeout()
+    logger = logging.getLogger("kernelbot.bus")
+    logger.setLevel(log_level)
+    return NatsBroker(
+        url,
+        middlewares=middlewares,
+        logger=logger,
+        log_level=logging.DEBUG,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.5,
+    )
+
+
+async def declare_streams(broker: NatsBroker) -> None:
+    """Create or update our streams. Only this function declares them, so settings never diverge."""
+    from nats.js.api import StreamConfig
+    from nats.js.errors import NotFoundError
+
+    js = broker.connection.jetstream()
+    for spec in ALL_STREAMS:
+        config = StreamConfig(
+            name=spec.name,
+            subjects=list(spec.subjects),
+            storage=StorageType.FILE,
+            duplicate_window=spec.duplicate_window_s,
+            max_msg_size=spec.max_msg_size,
+            max_age=spec.max_age_s or None,
+        )
+        try:
+            await js.stream_info(spec.name)
+            await js.update_stream(config)
+        except NotFoundError:
+            await js.add_stream(config)
+
+
+def encode(event: Event) -> bytes:
+    return event.model_dump_json().encode()
+
+
+def decode(subject: str, data: bytes) -> Event:
+    """Parse an event by its subject; raises KeyError for an unknown subject, ValidationError for bad data."""
+    return BY_SUBJECT[subject].model_validate_json(data)
+
+
+async def publish(broker: NatsBroker, event: Event, *, wait_ack: bool = True) -> None:
+    """Publish one event with its deterministic message id (direct publishing outside the outbox)."""
+    await broker.publish(
+        encode(event),
+        event.subject,
+        headers={MSG_ID_HEADER: event.message_id},
+        stream=EVENTS.name if wait_ack else None,
+    )

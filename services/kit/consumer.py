@@ -1,0 +1,159 @@
+"""Exactly-once effect on an at-least-once bus.
+
+A handler's state change, the tracking rows of the stream sequences it applied, and the events it emits (outbox)
+commit in one transaction. A redelivered message finds its tracking row and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+import asyncio
+
+import asyncpg
+from faststream.nats import NatsMessage
+from nats.aio.msg import Msg
+
+from schemas.envelope import Event
+from services.kit import outbox
+from services.kit.bus import decode
+from services.kit.deadletter import MAX_DELIVERIES, dead_letter, is_poison, retry_delay_s, retry_or_dead_letter
+from services.kit.outbox import OutboxRelay
+
+TRACK_ONE = "INSERT INTO tracking (consumer, stream_seq) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1"
+TRACK_MANY = """
+INSERT INTO tracking (consumer, stream_seq) SELECT $1, unnest($2::bigint[])
+ON CONFLICT DO NOTHING RETURNING stream_seq
+"""
+
+Apply = Callable[[asyncpg.Connection], Awaitable[Sequence[Event] | None]]
+ApplyEvent = Callable[[asyncpg.Connection, int, Event], Awaitable[Sequence[Event] | None]]
+
+
+@dataclass
+class Kit:
+    """What every handler needs: the pool and the outbox relay. Set in the broker context at start-up."""
+
+    pool: asyncpg.Pool
+    relay: OutboxRelay
+    extras: dict = field(default_factory=dict)
+
+    async def commit(self, apply: Apply) -> None:
+        """Run `apply` in a transaction, storing what it emits in the outbox; publish right after commit."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            emitted = list(await apply(conn) or ())
+            if emitted:
+                await outbox.enqueue(conn, emitted)
+        await self.relay.publish_now(emitted)
+
+    async def apply_once(self, consumer: str, stream_seq: int, apply: Apply) -> bool:
+        """Run `apply` in a transaction unless this consumer already applied `stream_seq`; False for a duplicate."""
+        applied = False
+
+        async def tracked(conn: asyncpg.Connection) -> Sequence[Event] | None:
+            nonlocal applied
+            if await conn.fetchval(TRACK_ONE, consumer, stream_seq) is None:
+                return None
+            applied = True
+            return await apply(conn)
+
+        await self.commit(tracked)
+        return applied
+
+    async def handle(self, msg: NatsMessage, apply: Apply) -> bool:
+        """Apply one JetStream message once, then acknowledge it."""
+        meta = msg.raw_message.metadata
+        applied = await self.apply_once(meta.consumer, meta.sequence.stream, apply)
+        await msg.ack()
+        return applied
+
+    async def handle_batch(self, raws: Sequence[Msg], apply: ApplyEvent) -> None:
+        """Apply a batch in stream order in one transaction; on failure fall back to one message at a time."""
+        decoded: list[tuple[Msg, Event]] = []
+        for raw in raws:
+            try:
+                decoded.append((raw, decode(raw.subject, raw.data)))
+            except Exception as exc:  # noqa: BLE001
+                if not is_poison(exc):
+                    raise
+                await dead_letter(raw, exc)
+        if not decoded:
+            return
+        consumer = decoded[0][0].metadata.consumer
+        try:
+            emitted = await self._apply_batch(consumer, decoded, apply)
+        except Exception:  # noqa: BLE001 - isolate the message at fault, keep the order of the others
+            await self._apply_one_by_one(consumer, decoded, apply)
+            return
+        await self.relay.publish_now(emitted)
+        for raw, _ in decoded:
+            await raw.ack()
+
+    async def _apply_one_by_one(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyEvent) -> None:
+        for index, (raw, event) in enumerate(decoded):
+            seq = raw.metadata.sequence.stream
+            try:
+                await self.apply_once(consumer, seq, lambda conn, s=seq, e=event: apply(conn, s, e))
+                await raw.ack()
+            except Exception as exc:  # noqa: BLE001
+                await retry_or_dead_letter(raw, exc)
+                if not raw._ackd:
+                    continue
+                if is_poison(exc) or raw.metadata.num_delivered >= MAX_DELIVERIES:
+                    continue
+                # a transient failure: what follows waits for it, so projections keep stream order
+                for later, _ in decoded[index + 1:]:
+                    await later.nak(delay=retry_delay_s(later.metadata.num_delivered))
+                return
+
+    def batcher(self, name: str, apply: ApplyEvent) -> OrderedBatcher:
+        if name not in self.extras:
+            self.extras[name] = OrderedBatcher(self, apply)
+        return self.extras[name]
+
+    async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyEvent) -> list[Event]:
+        emitted: list[Event] = []
+        async with self.pool.acquire() as conn, conn.transaction():
+            seqs = [raw.metadata.sequence.stream for raw, _ in decoded]
+            fresh = {row["stream_seq"] for row in await conn.fetch(TRACK_MANY, consumer, seqs)}
+            for (_, event), seq in zip(decoded, seqs, strict=True):
+                if seq in fresh:
+                    emitted.extend(await apply(conn, seq, event) or ())
+            if emitted:
+                await outbox.enqueue(conn, emitted)
+        return emitted
+
+
+class OrderedBatcher:
+    """Applies messages handed over by concurrent handler calls in arrival order, many per transaction.
+
+    FastStream starts one handler call per fetched message; funnelling them through one applier keeps stream order
+    and lets a burst share a transaction, while a lone message is applied at once.
+    """
+
+    def __init__(self, kit: Kit, apply: ApplyEvent) -> None:
+        self._kit = kit
+        self._apply = apply
+        self._queue: asyncio.Queue[tuple[Msg, asyncio.Future]] = asyncio.Queue()
+        self._task = asyncio.create_task(self._run(), name="ordered-batcher")
+
+    async def submit(self, raw: Msg) -> None:
+        done = asyncio.get_running_loop().create_future()
+        await self._queue.put((raw, done))
+        await done
+
+    async def _run(self) -> None:
+        while True:
+            items = [await self._queue.get()]
+            await asyncio.sleep(0)  # let the rest of a fetched burst queue up behind the first
+            while not self._queue.empty():
+                items.append(self._queue.get_nowait())
+            try:
+                await self._kit.handle_batch([raw for raw, _ in items], self._apply)
+            except Exception as exc:  # noqa: BLE001 - reported to each waiting handler
+                for _, done in items:
+                    done.set_exception(exc)
+                continue
+            for _, done in items:
+                done.set_result(None)

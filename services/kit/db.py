@@ -1,0 +1,36 @@
+"""Postgres access: the pool, and migrations applied at start-up."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import asyncpg
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+async def _init_connection(conn: asyncpg.Connection) -> None:
+    for kind in ("json", "jsonb"):
+        await conn.set_type_codec(kind, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+
+
+async def create_pool(url: str, size: int = 8) -> asyncpg.Pool:
+    return await asyncpg.create_pool(url, min_size=1, max_size=size, init=_init_connection)
+
+
+def _yoyo_url(url: str) -> str:
+    scheme, rest = url.split("://", 1)
+    return f"postgresql+psycopg://{rest}" if scheme in ("postgresql", "postgres") else url
+
+
+def apply_migrations(url: str) -> int:
+    """Apply every pending forward-only migration; returns how many were applied."""
+    from yoyo import get_backend, read_migrations
+
+    backend = get_backend(_yoyo_url(url))
+    migrations = read_migrations(str(MIGRATIONS_DIR))
+    with backend.lock():
+        pending = backend.to_apply(migrations)
+        backend.apply_migrations(pending)
+    return len(pending)

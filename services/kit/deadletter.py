@@ -1,0 +1,68 @@
+"""Failure policy for every consumer: retry transient errors with a delay, move poison to the dead-letter stream."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from faststream import BaseMiddleware
+from nats.aio.msg import Msg
+from pydantic import ValidationError
+
+from schemas.streams import DEAD_LETTERS, dead_letter_subject
+from services.kit.bus import MSG_ID_HEADER
+
+log = logging.getLogger("kernelbot.deadletter")
+
+MAX_DELIVERIES = 5
+# JetStream's own limit sits above ours, so a message that kills the process every time still stops.
+JETSTREAM_MAX_DELIVER = MAX_DELIVERIES + 2
+
+
+def retry_delay_s(delivered: int) -> float:
+    return min(30.0, 0.25 * 2 ** (delivered - 1))
+
+
+def is_poison(exc: BaseException) -> bool:
+    return isinstance(exc, (ValidationError, json.JSONDecodeError, UnicodeDecodeError, KeyError))
+
+
+async def dead_letter(raw: Msg, exc: BaseException) -> None:
+    """Copy a message to the dead-letter stream with the reason it failed, then stop its redelivery."""
+    meta = raw.metadata
+    reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:1000]
+    log.error("dead-lettering %s seq %s: %s", meta.consumer, meta.sequence.stream, reason)
+    headers = {
+        MSG_ID_HEADER: f"dlq:{meta.consumer}:{meta.sequence.stream}",
+        "Kb-Reason": reason,
+        "Kb-Consumer": meta.consumer,
+        "Kb-Stream": meta.stream,
+        "Kb-Stream-Seq": str(meta.sequence.stream),
+        "Kb-Subject": raw.subject,
+        "Kb-Deliveries": str(meta.num_delivered),
+    }
+    js = raw._client.jetstream()
+    await js.publish(dead_letter_subject(meta.consumer), raw.data, headers=headers, stream=DEAD_LETTERS.name)
+    await raw.term()
+
+
+async def retry_or_dead_letter(raw: Msg, exc: BaseException) -> None:
+    meta = raw.metadata
+    if is_poison(exc) or meta.num_delivered >= MAX_DELIVERIES:
+        await dead_letter(raw, exc)
+    else:
+        log.warning("retrying %s seq %s: %r", meta.consumer, meta.sequence.stream, exc)
+        await raw.nak(delay=retry_delay_s(meta.num_delivered))
+
+
+class DeadLetterMiddleware(BaseMiddleware):
+    async def consume_scope(self, call_next: Any, msg: Any) -> Any:
+        try:
+            return await call_next(msg)
+        except Exception as exc:  # noqa: BLE001 - every failure is either retried or dead-lettered
+            raws = msg.raw_message if isinstance(msg.raw_message, list) else [msg.raw_message]
+            for raw in raws:
+                if not raw._ackd:
+                    await retry_or_dead_letter(raw, exc)
+            return None

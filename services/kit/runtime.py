@@ -1,0 +1,90 @@
+"""Start-up and shutdown shared by the services: migrations, pool, streams, outbox relay, consumer settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from collections.abc import Awaitable, Callable
+
+from faststream import AckPolicy, FastStream
+from faststream.nats import NatsBroker, NatsRouter, PullSub
+from faststream.specification import AsyncAPI
+from nats.js.api import ConsumerConfig, DeliverPolicy
+
+from services.kit.bus import declare_streams, jstream, make_broker
+from services.kit.consumer import Kit
+from services.kit.db import apply_migrations, create_pool
+from services.kit.deadletter import JETSTREAM_MAX_DELIVER, DeadLetterMiddleware
+from services.kit.outbox import OutboxRelay
+from services.kit.settings import ServiceSettings
+
+log = logging.getLogger("kernelbot")
+
+VERSION = "0.1.0"
+
+
+def durable_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size: int = 64) -> dict:
+    """Subscriber arguments for a durable pull consumer named `<service>-<handler>` with manual acks."""
+    return {
+        "stream": jstream(),
+        "durable": durable,
+        "pull_sub": PullSub(batch_size=batch_size, timeout=0.5),
+        "config": ConsumerConfig(
+            durable_name=durable,
+            ack_wait=ack_wait_s,
+            max_deliver=JETSTREAM_MAX_DELIVER,
+            deliver_policy=DeliverPolicy.ALL,
+            max_ack_pending=10_000,
+        ),
+        "ack_policy": AckPolicy.MANUAL,
+    }
+
+
+def service_broker(settings: ServiceSettings) -> NatsBroker:
+    return make_broker(settings.nats_url, middlewares=(DeadLetterMiddleware,), log_level=settings.log_level)
+
+
+async def start_kit(broker: NatsBroker, settings: ServiceSettings) -> Kit:
+    """Prepare everything a consumer needs before its subscriptions start."""
+    await asyncio.to_thread(apply_migrations, settings.database_url)
+    pool = await create_pool(settings.database_url, settings.pool_size)
+    await broker.connect()
+    await declare_streams(broker)
+    relay = OutboxRelay(pool, broker.connection.jetstream())
+    relay.start()
+    kit = Kit(pool=pool, relay=relay)
+    broker.context.set_global("kit", kit)
+    return kit
+
+
+async def stop_kit(kit: Kit) -> None:
+    await kit.relay.stop()
+    await kit.pool.close()
+
+
+Hook = Callable[[Kit], Awaitable[object]]
+
+
+def consumer_app(title: str, router: NatsRouter, settings: ServiceSettings, *, broker: NatsBroker | None = None,
+                 on_started: Hook | None = None, on_stopping: Hook | None = None) -> FastStream:
+    """A FastStream app for one service: its router, the kit started before subscriptions, stopped after."""
+    broker = broker or service_broker(settings)
+    broker.include_router(router)
+    app = FastStream(broker, specification=AsyncAPI(title=title, version=VERSION))
+    state: dict = {}
+
+    @app.on_startup
+    async def startup() -> None:
+        state["kit"] = await start_kit(broker, settings)
+        if on_started:
+            await on_started(state["kit"])
+
+    @app.on_shutdown
+    async def shutdown() -> None:
+        if "kit" in state:
+            if on_stopping:
+                await on_stopping(state["kit"])
+            await stop_kit(state["kit"])
+
+    return app

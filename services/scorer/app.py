@@ -1,0 +1,13 @@
+"""The scorer service: wiring only."""
+
+from __future__ import annotations
+
+from faststream import FastStream
+
+from services.kit.runtime import consumer_app
+from services.kit.settings import ServiceSettings
+from services.scorer.handlers import router
+
+
+def create_app(settings: ServiceSettings | None = None) -> FastStream:
+    return consumer_app("kernelbot-scorer", router, settings or ServiceSettings())

@@ -1,0 +1,182 @@
+"""Pure judging: a run's verdict, a submission's outcome, scores and ranks (harness.md §7, http-api.md §5.2)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from schemas.contracts import FullResult
+from schemas.events import PlannedRun
+
+MAX_ERROR_CHARS = 500
+RANKED_STAGES = ("test", "benchmark", "leaderboard")
+
+
+class ScoreError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    passed: bool
+    reason: str = ""
+    timed_out: bool = False
+    runner_error: bool = False
+    score: float | None = None
+    harness_version: str = ""
+
+
+def score_of(result: dict[str, str], ranking_by: str) -> float:
+    """The score in seconds from a leaderboard stage's result map."""
+    count = int(result.get("benchmark-count", "0"))
+    means = [float(result[f"benchmark.{i}.mean"]) / 1e9 for i in range(count)]
+    if ranking_by == "last":
+        if count != 1:
+            raise ScoreError(f"Expected submission to have exactly one benchmark, got {count}.")
+        return means[0]
+    if not means:
+        raise ScoreError("no benchmark results")
+    if ranking_by == "mean":
+        return sum(means) / len(means)
+    if any(m <= 0 for m in means):
+        raise ScoreError("a benchmark mean is not positive")
+    return math.exp(sum(math.log(m) for m in means) / len(means))
+
+
+def _first_failure(result: dict[str, str], prefix: str) -> str:
+    count = int(result.get(f"{prefix}-count", "0"))
+    for i in range(count):
+        if result.get(f"{prefix}.{i}.status") == "fail":
+            return f"{result.get(f'{prefix}.{i}.spec', '')}: {result.get(f'{prefix}.{i}.error', '')}"
+    return result.get("error", "")
+
+
+def _stage_failure(stage: str, evaluation) -> str | None:
+    compilation, run = evaluation.compilation, evaluation.run
+    if compilation is not None and not compilation.success:
+        return f"compilation failed (exit code {compilation.exit_code})"
+    if run is None:
+        return f"{stage} did not run"
+    if not run.success:
+        if run.exit_code == 114:
+            return f"{stage} timed out"
+        return f"{stage} crashed (exit code {run.exit_code})"
+    if run.passed:
+        return None
+    if stage == "test":
+        count = int(run.result.get("test-count", "0"))
+        passed = sum(run.result.get(f"test.{i}.status") == "pass" for i in range(count))
+        return f"{passed}/{count} tests passed; first failure: {_first_failure(run.result, 'test')}"
+    return f"{stage} failed: {_first_failure(run.result, 'benchmark')}"
+
+
+def verdict_of(result: FullResult, mode: str, ranking_by: str) -> RunVerdict:
+    """Judge one completed run."""
+    if not result.success:
+        return RunVerdict(passed=False, reason=result.error or "runner failed", runner_error=True)
+    expected = RANKED_STAGES if mode in ("leaderboard", "private") else tuple(result.runs) or (mode,)
+    harness = ""
+    for stage in expected:
+        evaluation = result.runs.get(stage)
+        if evaluation is None:
+            return RunVerdict(passed=False, reason=f"{stage} stage missing")
+        failure = _stage_failure(stage, evaluation)
+        if failure:
+            return RunVerdict(passed=False, reason=failure, timed_out=failure.endswith("timed out"))
+        harness = harness or evaluation.run.result.get("harness-version", "")
+    score = None
+    if mode in ("leaderboard", "private"):
+        try:
+            score = score_of(result.runs["leaderboard"].run.result, ranking_by)
+        except (ScoreError, KeyError, ValueError) as exc:
+            return RunVerdict(passed=False, reason=f"no score: {exc}")
+    return RunVerdict(passed=True, score=score, harness_version=harness)
+
+
+def failed_run_verdict(reason: str, detail: str) -> RunVerdict:
+    if reason == "timeout":
+        return RunVerdict(passed=False, reason="hard timeout reached", timed_out=True)
+    return RunVerdict(passed=False, reason=f"{reason}: {detail}", runner_error=True)
+
+
+@dataclass(frozen=True)
+class GpuScore:
+    gpu: str
+    run_id: str
+    score: float
+    secret_score: float | None
+    harness_version: str
+
+
+@dataclass(frozen=True)
+class GpuRejection:
+    gpu: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: str
+    error: str | None
+    scores: list[GpuScore] = field(default_factory=list)
+    rejections: list[GpuRejection] = field(default_factory=list)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())[:MAX_ERROR_CHARS]
+
+
+def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]) -> Decision:
+    """The job outcome once every planned run has a verdict."""
+    if any(v.timed_out for v in verdicts.values()):
+        base_status = "timed_out"
+    else:
+        base_status = "failed"
+    if mode != "leaderboard":
+        problems = []
+        for run in planned:
+            verdict = verdicts[run.run_id]
+            if not verdict.passed:
+                label = "runner error" if verdict.runner_error else f"{mode} failed"
+                problems.append(f"{label} on {run.gpu}: {verdict.reason}")
+        if not problems:
+            return Decision("succeeded", None)
+        return Decision(base_status, _one_line("; ".join(problems)))
+
+    scores, rejections, problems = [], [], []
+    for gpu in dict.fromkeys(run.gpu for run in planned):
+        public = next(r for r in planned if r.gpu == gpu and not r.secret)
+        secret = next((r for r in planned if r.gpu == gpu and r.secret), None)
+        pv = verdicts[public.run_id]
+        sv = verdicts[secret.run_id] if secret else RunVerdict(passed=False, reason="secret run missing")
+        if not pv.passed:
+            reason = f"ranked validation failed on {gpu} ({pv.reason})"
+        elif not sv.passed:
+            reason = f"secret validation failed on {gpu}"
+        else:
+            scores.append(GpuScore(gpu, public.run_id, pv.score, sv.score, pv.harness_version))
+            continue
+        rejections.append(GpuRejection(gpu, reason))
+        problems.append(reason)
+    if not problems:
+        return Decision("succeeded", None, scores, rejections)
+    error = "; ".join(problems) + "; submission will not appear on the leaderboard"
+    return Decision(base_status, _one_line(error), scores, rejections)
+
+
+@dataclass(frozen=True)
+class BoardEntry:
+    user_id: str
+    user_name: str
+    score: float
+    submission_id: int
+
+
+def competition_ranks(entries: list[BoardEntry]) -> list[tuple[int, BoardEntry]]:
+    """Standard competition ranking of entries already sorted best first: ties share a rank (1, 1, 3)."""
+    ranked, previous, rank = [], None, 0
+    for position, entry in enumerate(entries, start=1):
+        if entry.score != previous:
+            rank, previous = position, entry.score
+        ranked.append((rank, entry))
+    return ranked

@@ -1,0 +1,166 @@
+"""Test infrastructure: where the suite's Postgres and NATS come from.
+
+Preference, for each: a server named by env var (KB_DATABASE_URL / KB_NATS_URL), else a testcontainers
+container when the package is installed and a Docker engine answers, else an embedded server started here.
+So a fresh clone with no Docker and no servers still runs the whole suite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import importlib.util
+import os
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.kit.embedded import (
+    EmbeddedNats,
+    create_database,
+    drop_database,
+    render_nats_config,
+    start_nats,
+    start_postgres,
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Registered here, not in pyproject, so the marker exists however pytest is invoked.
+    config.addinivalue_line("markers", "slow: long-running test; deselect with -m 'not slow'")
+
+
+# ------------------------------------------------------------------------------------------ docker probe
+
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ImportError:  # the parent package itself is missing
+        return False
+
+
+@functools.cache
+def _docker_answers() -> bool:
+    """True only if a Docker engine responds; never raises (no docker package, no socket, no daemon)."""
+    if not _importable("docker"):
+        return False
+    try:
+        import docker
+
+        client = docker.from_env(timeout=3)
+        try:
+            return bool(client.ping())
+        finally:
+            client.close()
+    except Exception:  # noqa: BLE001 - any failure means "no Docker here"
+        return False
+
+
+def _container_available(module: str) -> bool:
+    return _importable(module) and _docker_answers()
+
+
+# -------------------------------------------------------------------------------------------- postgres
+
+
+@pytest.fixture(scope="session")
+def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """URL of a Postgres server the tests may create and drop databases on."""
+    external = os.environ.get("KB_DATABASE_URL")
+    if external:
+        yield external
+        return
+    if _container_available("testcontainers.postgres"):
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:16-alpine") as container:
+            # Its URL carries a SQLAlchemy driver suffix; create_database() normalises the scheme.
+            yield container.get_connection_url()
+        return
+    with start_postgres(tmp_path_factory.mktemp("postgres")) as server:
+        yield server.url
+
+
+@pytest.fixture
+def database_url(postgres_server_url: str) -> Iterator[str]:
+    """A fresh, empty database for this test only; dropped afterwards."""
+    name = f"kb_test_{uuid.uuid4().hex[:16]}"
+    url = create_database(postgres_server_url, name)
+    yield url
+    try:
+        drop_database(postgres_server_url, name)  # ends lingering sessions first
+    except Exception as exc:  # noqa: BLE001 - a leftover test database must not fail the test
+        warnings.warn(f"could not drop test database {name}: {exc!r}", stacklevel=1)
+
+
+# ------------------------------------------------------------------------------------------------ NATS
+
+
+def _run_sync(coroutine_factory):
+    # A private thread and loop: works whether or not the test's event loop is running in this thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(lambda: asyncio.run(coroutine_factory())).result()
+
+
+async def _delete_all_streams(url: str) -> None:
+    import nats
+
+    nc = await nats.connect(url, connect_timeout=5, allow_reconnect=False, max_reconnect_attempts=0)
+    try:
+        js = nc.jetstream()
+        # KV buckets and object stores are streams too (KV_*, OBJ_*), so this clears them as well.
+        for info in await js.streams_info():
+            await js.delete_stream(info.config.name)
+    finally:
+        await nc.close()
+
+
+@pytest.fixture(scope="session")
+def _external_nats_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str | None]:
+    """A NATS shared by the whole session, or None when each test gets its own embedded server."""
+    external = os.environ.get("KB_NATS_URL")
+    if external:
+        yield external
+        return
+    if _container_available("testcontainers.nats"):
+        from testcontainers.nats import NatsContainer
+
+        # Same limits as the embedded server (8 MiB payloads), via a mounted config file.
+        config_dir = tmp_path_factory.mktemp("nats-container")
+        config_dir.chmod(0o755)
+        (config_dir / "nats.conf").write_text(
+            render_nats_config(host="0.0.0.0", port=4222, store_dir="/tmp/jetstream")
+        )
+        container = (
+            NatsContainer("nats:2.10-alpine")
+            .with_volume_mapping(str(config_dir), "/etc/kb-nats", "ro")
+            .with_command("-c /etc/kb-nats/nats.conf")
+        )
+        with container:
+            host, port = container.get_container_host_ip(), container.get_exposed_port(4222)
+            yield f"nats://{host}:{port}"
+        return
+    yield None
+
+
+@pytest.fixture
+def nats_server(_external_nats_url: str | None, tmp_path: Path) -> Iterator[EmbeddedNats]:
+    """This test's own embedded NATS, for tests that stop or restart it."""
+    if _external_nats_url is not None:
+        pytest.skip("an external NATS is in use (KB_NATS_URL or Docker); it cannot be restarted by the test")
+    with start_nats(tmp_path / "nats") as server:
+        yield server
+
+
+@pytest.fixture
+def nats_url(request: pytest.FixtureRequest, _external_nats_url: str | None) -> str:
+    """URL of a NATS with JetStream and no streams left over from other tests."""
+    if _external_nats_url is None:
+        return request.getfixturevalue("nats_server").url
+    _run_sync(lambda: _delete_all_streams(_external_nats_url))
+    return _external_nats_url

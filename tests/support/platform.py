@@ -1,0 +1,152 @@
+"""The real platform for end-to-end tests: every service a subprocess, as `kernelbot up` runs them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from problems import PROBLEMS_ROOT
+from services.cli.bundled import leaderboards_from_competition
+from services.kit.embedded import free_port
+
+ADMIN_TOKEN = "test-admin-token"
+SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
+
+
+async def publish_events(nats_url: str, events) -> None:
+    import nats
+
+    from schemas.streams import EVENTS
+    from services.kit.bus import MSG_ID_HEADER, encode
+
+    client = await nats.connect(nats_url)
+    try:
+        js = client.jetstream()
+        for event in events:
+            await js.publish(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
+                             stream=EVENTS.name)
+    finally:
+        await client.close()
+
+
+class Platform:
+    def __init__(self, nats_url: str, database_url: str, workdir: Path, *, local_gpus: dict | None = None,
+                 null_gpus: tuple[str, ...] = ()) -> None:
+        self.nats_url = nats_url
+        self.database_url = database_url
+        self.workdir = workdir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.local_gpus = local_gpus or {"cpu": 2}
+        self.null_gpus = null_gpus
+        self.children: dict[str, subprocess.Popen] = {}
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
+        env.update(
+            KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
+            KB_ADMIN_TOKEN=ADMIN_TOKEN, KB_RUNS_DIR=str(self.workdir / "runs"), KB_WORKER_ID="test-dispatcher",
+            KB_LOCAL_GPUS=json.dumps(self.local_gpus), KB_NULL_GPUS=json.dumps(list(self.null_gpus)),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def start(self, *names: str) -> None:
+        for name in names or SERVICES:
+            log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
+            self.children[name] = subprocess.Popen(
+                [sys.executable, "-m", "services.cli", "serve", name], env=self.env(), stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        if "gateway" in (names or SERVICES):
+            self.wait_healthy()
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.http.get("/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"gateway did not become healthy; log:\n{self.log('gateway')}")
+
+    def log(self, name: str) -> str:
+        path = self.workdir / f"{name}.log"
+        return path.read_text(errors="replace")[-5000:] if path.exists() else ""
+
+    def kill(self, name: str) -> None:
+        child = self.children.pop(name)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+
+    def stop(self) -> None:
+        for child in self.children.values():
+            child.send_signal(signal.SIGTERM)
+        for child in self.children.values():
+            try:
+                child.wait(10)
+            except subprocess.TimeoutExpired:
+                child.kill()
+        self.children.clear()
+        self.http.close()
+
+    # --- what a user does ---------------------------------------------------------------------------------
+
+    def load_bundled_problems(self) -> None:
+        events = leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", set())
+        asyncio.run(publish_events(self.nats_url, events))
+        self.wait_for(lambda: len(self.http.get("/leaderboards").json()) >= len(events), "leaderboards")
+
+    def register(self, user_id: str, user_name: str) -> str:
+        response = self.http.post("/admin/users", json={"user_id": user_id, "user_name": user_name},
+                                  headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+        response.raise_for_status()
+        cli_id = response.json()["cli_id"]
+        self.wait_for(lambda: self.http.get("/user/submissions/0", headers={"X-Popcorn-Cli-Id": cli_id})
+                      .status_code == 404, "user registration")
+        return cli_id
+
+    def submit(self, cli_id: str, leaderboard: str, gpu: str, mode: str, code: str,
+               file_name: str = "submission.py") -> httpx.Response:
+        return self.http.post(f"/submission/{leaderboard}/{gpu}/{mode}", headers={"X-Popcorn-Cli-Id": cli_id},
+                              files={"file": (file_name, code.encode())})
+
+    def submission(self, cli_id: str, submission_id: int) -> dict:
+        response = self.http.get(f"/user/submissions/{submission_id}", headers={"X-Popcorn-Cli-Id": cli_id})
+        response.raise_for_status()
+        return response.json()
+
+    def wait_done(self, cli_id: str, submission_id: int, timeout: float = 120) -> dict:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            view = self.submission(cli_id, submission_id)
+            if view["done"]:
+                return view
+            time.sleep(0.2)
+        raise AssertionError(f"submission {submission_id} not done in {timeout}s: {view}\n"
+                             f"dispatcher:\n{self.log('dispatcher')}\nscorer:\n{self.log('scorer')}")
+
+    def ranking(self, leaderboard: str, gpu: str) -> list[dict]:
+        response = self.http.get(f"/submissions/{leaderboard}/{gpu}")
+        response.raise_for_status()
+        return response.json()
+
+    @staticmethod
+    def wait_for(condition, what: str, timeout: float = 30) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if condition():
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"timed out waiting for {what}")
