@@ -125,7 +125,7 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
             now = time.monotonic()
             if ended_at is None and exit_fd is None and _has_exited(proc.pid):
                 ended_at = now
-                _kill_group(proc)  # stragglers: daemons left behind by the harness or user code
+                _kill_group(proc)  # stragglers, as below
             if ended_at is None and now >= deadline:
                 timed_out, ended_at = True, now
                 _kill_group(proc)
@@ -138,8 +138,9 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
             for key, _ in selector.select(max(wait, 0.0)):
                 if key.data == "exit":
                     selector.unregister(key.fd)
-                    ended_at = time.monotonic()
-                    _kill_group(proc)
+                    if ended_at is None:  # not when the exit is the one our timeout kill caused
+                        ended_at = time.monotonic()
+                        _kill_group(proc)  # stragglers: daemons left behind by the harness or user code
                     continue
                 chunk = _read_chunk(key.fd)
                 if chunk is None:

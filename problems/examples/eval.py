@@ -102,6 +102,10 @@ class Channel:
 
 class Harness:
     def __init__(self, secret: int | None, channel: Channel, data_fd: int | None):
+        import warnings
+
+        # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.
+        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
         import torch
 
         import reference

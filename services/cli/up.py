@@ -114,8 +114,21 @@ async def seed(stack: Stack) -> str:
     return cli_id
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C, a terminal hang-up and a polite kill all end in the same clean shutdown.
+
+    SIGINT is installed explicitly: a process started in the background by a shell inherits it ignored.
+    """
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, interrupt)
+
+
 def run_up(data_dir: Path, port: int, echo) -> None:
     data_dir.mkdir(parents=True, exist_ok=True)
+    _stop_on_signals()
     stack = Stack(data_dir=data_dir, port=port)
     try:
         echo(f"Starting NATS and Postgres under {data_dir} ...")
@@ -125,7 +138,7 @@ def run_up(data_dir: Path, port: int, echo) -> None:
         asyncio.run(_seed_when_streams_exist(stack))
         echo(f"KernelBot is up: http://127.0.0.1:{port}  (logs in {data_dir})")
         echo(f"Your CLI id is stored in {data_dir / 'cli_id'}; try:")
-        echo("  kernelbot submit problems/examples/vectoradd_py/submission.py --leaderboard vectoradd --gpu cpu "
+        echo("  kernelbot submit problems/examples/vectoradd_py/submission.py --leaderboard vectoradd_py --gpu cpu "
              "--mode leaderboard")
         echo("Press Ctrl-C to stop.")
         while True:

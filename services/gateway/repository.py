@@ -17,7 +17,7 @@ SELECT s.*, l.name AS leaderboard_name, j.status AS job_status, j.error AS job_e
 FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id LEFT JOIN jobs j ON j.submission_id = s.id
 WHERE s.id = $1
 """
-SUBMISSION_RUNS = "SELECT * FROM runs WHERE submission_id = $1 ORDER BY recorded_seq, secret, stage"
+SUBMISSION_RUNS = "SELECT * FROM runs WHERE submission_id = $1 ORDER BY recorded_seq, start_time, stage"
 RANKING = """
 WITH best AS (
     SELECT DISTINCT ON (sc.user_id) sc.submission_id, sc.user_id, sc.score, sc.submitted_at, s.file_name, s.user_name

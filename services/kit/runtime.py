@@ -24,7 +24,7 @@ log = logging.getLogger("kernelbot")
 VERSION = "0.1.0"
 
 
-def durable_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size: int = 64) -> dict:
+def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, batch_size: int = 64) -> dict:
     """Subscriber arguments for a durable pull consumer named `<service>-<handler>` with manual acks."""
     return {
         "stream": jstream(),

@@ -27,7 +27,7 @@ from services.ledger.projections import stage_rows
 
 ARCHIVE = """
 INSERT INTO event_archive (stream_seq, event_id, event_type, subject, correlation_id, occurred_at, payload)
-VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb) ON CONFLICT (stream_seq) DO NOTHING
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (stream_seq) DO NOTHING
 """
 LEADERBOARD_CREATE = """
 INSERT INTO leaderboards (name, description, task, task_hash, templates, gpus, deadline, secret_seed, visibility,
@@ -92,7 +92,7 @@ ON CONFLICT DO NOTHING
 async def archive(conn: asyncpg.Connection, seq: int, event: Event) -> None:
     await conn.execute(
         ARCHIVE, seq, event.event_id, type(event).__name__, event.subject, event.correlation_id,
-        event.occurred_at, event.model_dump_json(),
+        event.occurred_at, event.model_dump(mode="json"),
     )
 
 

@@ -1,0 +1,1 @@
+from tests.e2e.conftest import platform  # noqa: F401 - the same running platform fixture
