@@ -7,6 +7,8 @@ CREATE TABLE event_archive (
     subject        TEXT NOT NULL,
     correlation_id TEXT NOT NULL DEFAULT '',
     occurred_at    TIMESTAMPTZ NOT NULL,
+    -- when the ledger applied it: the moment it became visible in the read model
+    recorded_at    TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp(),
     payload        JSONB NOT NULL
 );
 CREATE INDEX event_archive_correlation ON event_archive (correlation_id);

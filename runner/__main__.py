@@ -1,9 +1,12 @@
 """`python -m runner --payload FILE [--result FILE]`: execute one payload and write result.json.
 
 The payload comes from FILE (JSON or base64(zlib(json))) or, without --payload, from the SUBMISSION_PAYLOAD
-environment variable. Because a payload may carry the secret seed, the file is deleted and the variable removed
-as soon as they are read. The result is written atomically (temporary file + rename) so a collector never sees a
-half-written result.json. Exit status: 0 when a result file was written (whatever it says), 1 otherwise.
+environment variable. Because a payload may carry the secret seed, the file is deleted as soon as it is read, and
+a payload given in the environment is first moved into a private file by one re-exec: unsetting a variable leaves
+it in /proc/<pid>/environ, which the harness and user code (children, same user) could read.
+
+The result is written atomically (temporary file + rename) so a collector never sees a half-written result.json.
+Exit status: 0 when a result file was written (whatever it says), 1 otherwise.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import NoReturn
 
 from schemas.contracts import FullResult
 
@@ -32,6 +36,13 @@ def read_payload_text(payload_file: Path | None) -> str:
     if text is None:
         raise PayloadError(f"no payload: pass --payload FILE or set {PAYLOAD_ENV}")
     return text
+
+
+def reexec_with_payload_file(arguments: list[str]) -> NoReturn:
+    handle, path = tempfile.mkstemp(prefix="kernelbot-payload-", suffix=".txt")  # mode 0600
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(os.environ.pop(PAYLOAD_ENV))
+    os.execve(sys.executable, [sys.executable, "-m", "runner", "--payload", path, *arguments], dict(os.environ))
 
 
 def write_result_atomically(result: FullResult, destination: Path) -> None:
@@ -69,4 +80,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if PAYLOAD_ENV in os.environ and not any(arg.startswith("--payload") for arg in sys.argv[1:]):
+        reexec_with_payload_file(sys.argv[1:])
     sys.exit(main())

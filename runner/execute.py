@@ -80,29 +80,11 @@ def _run_all(payload: RunPayload, workdir: Path | None, system: SystemInfo) -> d
         run_dir = base / "run"
         run_dir.mkdir()
         env = scrubbed_environment()
-        stage_env = dict(env)
-        if payload.seed is not None:
-            stage_env["POPCORN_SEED"] = str(payload.seed)
-        if payload.multi_gpu:
-            stage_env["POPCORN_GPUS"] = str(max(system.device_count, 1))
         start = _now()
-        if payload.lang == "py":
-            if not payload.main or payload.main not in payload.sources:
-                raise ValueError(f"py payload main {payload.main!r} is not one of its sources")
-            _write_files(run_dir, payload.sources)
-            compilation = _warm_up(run_dir, env) if WARM_UP_FILE in payload.sources else None
-            program = [sys.executable, payload.main]
-        else:
-            files = {**payload.headers, **payload.sources}
-            _write_files(run_dir, files)
-            try:
-                compilation = compile_cuda(payload, run_dir, env)
-            finally:
-                _remove_files(run_dir, files)  # user code must never read the reference sources
-            if not compilation.success:
-                return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None)}
-            program = [f"./{BINARY_NAME}"]
-
+        program, compilation = _prepare(payload, run_dir, env)
+        if program is None:  # compilation failed: the chain stops before its first stage
+            return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None)}
+        stage_env = _stage_environment(env, payload, system)
         runs: dict[str, EvalResult] = {}
         for index, plan in enumerate(plans):
             # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
@@ -114,6 +96,34 @@ def _run_all(payload: RunPayload, workdir: Path | None, system: SystemInfo) -> d
         return runs
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def _prepare(payload: RunPayload, run_dir: Path, env: dict[str, str]) -> tuple[list[str] | None, CompileResult | None]:
+    """Write the files and warm up (py) or compile (cu). Returns the harness program (None when compilation
+    failed) and the compile record."""
+    if payload.lang == "py":
+        if not payload.main or payload.main not in payload.sources:
+            raise ValueError(f"py payload main {payload.main!r} is not one of its sources")
+        _write_files(run_dir, payload.sources)
+        compilation = _warm_up(run_dir, env) if WARM_UP_FILE in payload.sources else None
+        return [sys.executable, payload.main], compilation
+    files = {**payload.headers, **payload.sources}
+    _write_files(run_dir, files)
+    try:
+        compilation = compile_cuda(payload, run_dir, env)
+    finally:
+        _remove_files(run_dir, files)  # user code must never read the reference sources
+    return ([f"./{BINARY_NAME}"] if compilation.success else None), compilation
+
+
+def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemInfo) -> dict[str, str]:
+    """The harness environment: POPCORN_SEED only when the payload has a seed, POPCORN_GPUS only for multi-GPU."""
+    stage_env = dict(env)
+    if payload.seed is not None:
+        stage_env["POPCORN_SEED"] = str(payload.seed)
+    if payload.multi_gpu:
+        stage_env["POPCORN_GPUS"] = str(max(system.device_count, 1))
+    return stage_env
 
 
 def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, run_dir: Path, base: Path,

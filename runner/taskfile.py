@@ -162,7 +162,9 @@ def _load_files(directory: Path, raw: Any, root: Path) -> dict[str, str]:
         if name in files:
             raise FieldError(f"{where}.name", f"duplicate file name {name!r}")
         source = expect(f"{where}.source", entry.get("source"), str)
-        files[name] = source if source == SUBMISSION_MARKER else _read_source(f"{where}.source", directory, source, root)
+        if source != SUBMISSION_MARKER:
+            source = _read_source(f"{where}.source", directory, source, root)
+        files[name] = source
     markers = [name for name, content in files.items() if content == SUBMISSION_MARKER]
     if len(markers) != 1:
         raise FieldError("files", f"exactly one entry must have source {SUBMISSION_MARKER}, found {len(markers)}")

@@ -4,8 +4,9 @@ Speaks the POPCORN_FD protocol of harness.md §4: `key: value` lines on the resu
 at the end, exit 0 (all passed), 112 (a case failed), 111 (no usable POPCORN_FD), 113 (bad case file or seed),
 2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines.
 
-What it does right (harness.md §5.3): the secret seed is read and removed from the environment before the
-submission is imported and is mixed into every case seed with a keyed one-way function; the kernel always gets a
+What it does right (harness.md §5.3): the secret seed is removed from the environment (and, by one re-exec, from
+/proc/self/environ) before the submission is imported, and is mixed into every case seed with a keyed one-way
+function; the kernel always gets a
 clone of a freshly generated input and is checked against the pristine original; every timed call gets a fresh
 input and its output is checked right after the sample; adaptive stopping with median + 95% CI.
 
@@ -37,6 +38,7 @@ LIMITS = {"benchmark": (200, 1_000_000_000, 10.0), "leaderboard": (1000, 2_000_0
 MIN_SAMPLES = 10
 WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 WARM_UP_ITERATION_BASE = 1 << 40  # warm-up inputs come from seeds no timed call uses
+SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
 PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[-+0-9,\s]*\]|[+-]?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\s*\Z")
 
 
@@ -89,15 +91,12 @@ class Channel:
 
     def __init__(self, fd: int):
         os.set_inheritable(fd, False)  # subprocesses started by user code must not inherit it
-        self._file = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
+        self.file = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def write(self, key: str, value) -> None:
         text = str(value).replace("\r", "").replace("\n", "\\n")
-        self._file.write(f"{key}: {text}\n")
-        self._file.flush()
-
-    def close(self) -> None:
-        self._file.close()
+        self.file.write(f"{key}: {text}\n")
+        self.file.flush()
 
 
 class Harness:
@@ -145,10 +144,8 @@ class Harness:
         if self.storages(output) & self.storages(given):
             return False, "output shares storage with an input"
         verdict = self.reference.check_implementation(pristine, output)
-        if isinstance(verdict, tuple):
-            return bool(verdict[0]), str(verdict[1])
-        if isinstance(verdict, bool):
-            return verdict, ""
+        if isinstance(verdict, (tuple, bool)):
+            return (bool(verdict[0]), str(verdict[1])) if isinstance(verdict, tuple) else (verdict, "")
         return not verdict, str(verdict)  # legacy: a message string, empty means pass
 
     def call(self, case: dict, iteration: int) -> tuple[bool, str, int]:
@@ -220,12 +217,8 @@ class Harness:
                 return [], f"timed call {iteration}: {message or 'check failed'}"
             samples.append(elapsed)
             total, total_squares = total + elapsed, total_squares + elapsed * elapsed
-            n = len(samples)
-            if n < MIN_SAMPLES:
-                continue
-            if total > sample_budget or time.monotonic() - started > wall_limit:
-                break
-            if self.converged(samples, total, total_squares):
+            if len(samples) >= MIN_SAMPLES and (total > sample_budget or time.monotonic() - started > wall_limit
+                                                or self.converged(samples, total, total_squares)):
                 break
         return samples, ""
 
@@ -240,37 +233,50 @@ class Harness:
         return (stats["ci_high"] - stats["ci_low"]) / 2 < 0.005 * stats["median"]
 
     def send_data(self, record: dict) -> None:
-        if self.data_fd is None:
-            return
         try:
-            os.write(self.data_fd, (json.dumps(record) + "\n").encode())
+            if self.data_fd is not None:
+                os.write(self.data_fd, (json.dumps(record) + "\n").encode())
         except OSError:
             self.data_fd = None  # supplementary channel only; never fail a stage over it
 
 
 def _pop_fd(name: str) -> int | None:
-    raw = os.environ.pop(name, None)
     try:
-        fd = int(raw) if raw is not None else None
-        if fd is not None:
-            os.fstat(fd)
+        fd = int(os.environ.pop(name))
+        os.fstat(fd)
         return fd
-    except (ValueError, OSError):
+    except (KeyError, ValueError, OSError):
         return None
+
+
+def hide_seed_by_reexec() -> None:
+    """Unsetting a variable leaves it in /proc/self/environ, which user code can read: re-exec once with the seed
+    moved into a pipe that is drained before the submission is imported."""
+    raw = os.environ.pop("POPCORN_SEED", None)
+    if raw is not None:
+        read_end, write_end = os.pipe()
+        os.write(write_end, raw.encode())
+        os.close(write_end)
+        os.set_inheritable(read_end, True)
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, SEED_FD_VARIABLE: str(read_end)})
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] not in STAGES:
         print(f"usage: {argv[0]} <{'|'.join(STAGES)}> <casefile>", file=sys.stderr)
         return EXIT_USAGE
+    hide_seed_by_reexec()
     result_fd = _pop_fd("POPCORN_FD")
     if result_fd is None:
         print("POPCORN_FD is missing or not an open file descriptor", file=sys.stderr)
         return EXIT_NO_FD
     data_fd = _pop_fd("POPCORN_DATA_FD")
-    if data_fd is not None:
+    if data_fd is not None:  # like the result pipe: never inherited by processes the submission starts
         os.set_inheritable(data_fd, False)
-    raw_seed = os.environ.pop("POPCORN_SEED", None)  # gone before the submission is imported
+    raw_seed, seed_fd = "", _pop_fd(SEED_FD_VARIABLE)
+    if seed_fd is not None:
+        with os.fdopen(seed_fd, "rb") as pipe:  # drained and closed: the secret now lives only in this process
+            raw_seed = pipe.read().decode()
     try:
         secret = int(raw_seed) if raw_seed else None
         with open(argv[2], encoding="utf-8") as handle:
@@ -284,7 +290,7 @@ def main(argv: list[str]) -> int:
     stage = argv[1]
     passed = harness.run_tests(cases) if stage == "test" else harness.run_benchmarks(stage, cases)
     channel.write("check", "pass" if passed else "fail")
-    channel.close()
+    channel.file.close()
     return 0 if passed else EXIT_FAILED
 
 

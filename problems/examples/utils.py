@@ -11,7 +11,8 @@ def check_tensor(output, expected: torch.Tensor, *, rtol: float = 1e-5, atol: fl
         return False, f"expected a torch.Tensor, got {type(output).__name__}"
     for attribute in ("dtype", "device", "shape"):
         if getattr(output, attribute) != getattr(expected, attribute):
-            return False, f"{attribute} mismatch: got {getattr(output, attribute)}, expected {getattr(expected, attribute)}"
+            got, want = getattr(output, attribute), getattr(expected, attribute)
+            return False, f"{attribute} mismatch: got {got}, expected {want}"
     close = torch.isclose(output, expected, rtol=rtol, atol=atol)
     if not bool(close.all()):
         mismatches = (~close).nonzero()

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from services.dispatcher.policy import Refused
+from services.kit.bus import PublishFailed
 
 log = logging.getLogger("kernelbot.gateway")
 
@@ -31,6 +32,11 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Refused)
     async def refused(_: Request, exc: Refused) -> JSONResponse:
         return JSONResponse({"detail": exc.refusal.detail}, status_code=exc.refusal.status)
+
+    @app.exception_handler(PublishFailed)
+    async def unavailable(_: Request, exc: PublishFailed) -> JSONResponse:
+        log.error("event store unavailable: %s", exc)
+        return JSONResponse({"detail": "Backend unavailable"}, status_code=503, headers={"Retry-After": "5"})
 
     @app.exception_handler(RequestValidationError)
     async def malformed(_: Request, exc: RequestValidationError) -> JSONResponse:

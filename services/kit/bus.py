@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from faststream.nats import JStream, NatsBroker
@@ -97,11 +98,27 @@ def decode(subject: str, data: bytes) -> Event:
     return BY_SUBJECT[subject].model_validate_json(data)
 
 
-async def publish(broker: NatsBroker, event: Event, *, wait_ack: bool = True) -> None:
-    """Publish one event with its deterministic message id (direct publishing outside the outbox)."""
-    await broker.publish(
-        encode(event),
-        event.subject,
-        headers={MSG_ID_HEADER: event.message_id},
-        stream=EVENTS.name if wait_ack else None,
-    )
+PUBLISH_ACK_TIMEOUT_S = 5.0
+PUBLISH_ATTEMPTS = 3
+
+
+class PublishFailed(Exception):
+    """The stream did not acknowledge an event; the caller decides how to tell its client."""
+
+
+async def publish(broker: NatsBroker, event: Event) -> None:
+    """Publish one event and wait for the stream's acknowledgement (direct publishing outside the outbox).
+
+    A retry after a lost acknowledgement is safe: the fixed message id makes the stream drop the copy.
+    """
+    for attempt in range(1, PUBLISH_ATTEMPTS + 1):
+        try:
+            await broker.publish(
+                encode(event), event.subject, headers={MSG_ID_HEADER: event.message_id}, stream=EVENTS.name,
+                timeout=PUBLISH_ACK_TIMEOUT_S,
+            )
+            return
+        except Exception as exc:  # noqa: BLE001 - timeouts and lost connections alike
+            if attempt == PUBLISH_ATTEMPTS:
+                raise PublishFailed(f"{event.subject} was not acknowledged: {exc!r}") from exc
+            await asyncio.sleep(0.1 * attempt)

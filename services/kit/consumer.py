@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-import asyncio
-
 import asyncpg
 from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
@@ -107,11 +105,6 @@ class Kit:
                     await later.nak(delay=retry_delay_s(later.metadata.num_delivered))
                 return
 
-    def batcher(self, name: str, apply: ApplyEvent) -> OrderedBatcher:
-        if name not in self.extras:
-            self.extras[name] = OrderedBatcher(self, apply)
-        return self.extras[name]
-
     async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyEvent) -> list[Event]:
         emitted: list[Event] = []
         async with self.pool.acquire() as conn, conn.transaction():
@@ -124,36 +117,3 @@ class Kit:
                 await outbox.enqueue(conn, emitted)
         return emitted
 
-
-class OrderedBatcher:
-    """Applies messages handed over by concurrent handler calls in arrival order, many per transaction.
-
-    FastStream starts one handler call per fetched message; funnelling them through one applier keeps stream order
-    and lets a burst share a transaction, while a lone message is applied at once.
-    """
-
-    def __init__(self, kit: Kit, apply: ApplyEvent) -> None:
-        self._kit = kit
-        self._apply = apply
-        self._queue: asyncio.Queue[tuple[Msg, asyncio.Future]] = asyncio.Queue()
-        self._task = asyncio.create_task(self._run(), name="ordered-batcher")
-
-    async def submit(self, raw: Msg) -> None:
-        done = asyncio.get_running_loop().create_future()
-        await self._queue.put((raw, done))
-        await done
-
-    async def _run(self) -> None:
-        while True:
-            items = [await self._queue.get()]
-            await asyncio.sleep(0)  # let the rest of a fetched burst queue up behind the first
-            while not self._queue.empty():
-                items.append(self._queue.get_nowait())
-            try:
-                await self._kit.handle_batch([raw for raw, _ in items], self._apply)
-            except Exception as exc:  # noqa: BLE001 - reported to each waiting handler
-                for _, done in items:
-                    done.set_exception(exc)
-                continue
-            for _, done in items:
-                done.set_result(None)

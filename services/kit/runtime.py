@@ -24,19 +24,44 @@ log = logging.getLogger("kernelbot")
 VERSION = "0.1.0"
 
 
-def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, batch_size: int = 64) -> dict:
-    """Subscriber arguments for a durable pull consumer named `<service>-<handler>` with manual acks."""
+def _consumer_config(durable: str, ack_wait_s: float) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=durable,
+        ack_wait=ack_wait_s,
+        max_deliver=JETSTREAM_MAX_DELIVER,
+        deliver_policy=DeliverPolicy.ALL,
+        max_ack_pending=10_000,
+    )
+
+
+def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, workers: int = 16) -> dict:
+    """Subscriber arguments for a durable consumer named `<service>-<handler>`, acked by the kit.
+
+    Push delivery to a queue group: messages arrive as soon as they are stored (a pull fetch waits to fill its
+    batch), replicas share the consumer, and `workers` handlers run at once in each replica.
+    """
     return {
         "stream": jstream(),
         "durable": durable,
-        "pull_sub": PullSub(batch_size=batch_size, timeout=0.5),
-        "config": ConsumerConfig(
-            durable_name=durable,
-            ack_wait=ack_wait_s,
-            max_deliver=JETSTREAM_MAX_DELIVER,
-            deliver_policy=DeliverPolicy.ALL,
-            max_ack_pending=10_000,
-        ),
+        "queue": durable,
+        "config": _consumer_config(durable, ack_wait_s),
+        "ack_policy": AckPolicy.MANUAL,
+        "max_workers": workers,
+    }
+
+
+def ordered_batch_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size: int = 256,
+                           linger_s: float = 0.01) -> dict:
+    """Subscriber arguments for a consumer that applies messages in stream order, in batches.
+
+    A pull fetch waits until its batch is full or `linger_s` has passed, so under load one transaction takes many
+    messages, and when idle a message waits at most `linger_s`.
+    """
+    return {
+        "stream": jstream(),
+        "durable": durable,
+        "pull_sub": PullSub(batch_size=batch_size, timeout=linger_s, batch=True),
+        "config": _consumer_config(durable, ack_wait_s),
         "ack_policy": AckPolicy.MANUAL,
     }
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from faststream import Context
-from faststream.nats import NatsMessage, NatsRouter
+from faststream.nats import NatsRouter
 
 from services.kit.consumer import Kit
-from services.kit.runtime import durable_consumer
+from services.kit.runtime import ordered_batch_consumer
 from services.ledger import repository
 
 router = NatsRouter()
@@ -21,7 +21,7 @@ async def _apply(conn, seq, event) -> None:
     await repository.project(conn, seq, event)
 
 
-@router.subscriber("evt.>", **durable_consumer(PROJECT_ALL, batch_size=256), title=PROJECT_ALL)
-async def project_event(body: Any, msg: NatsMessage, kit: Kit = Context("kit")) -> None:
-    # One applier keeps stream order across the concurrent calls of a fetched batch and shares transactions.
-    await kit.batcher(PROJECT_ALL, _apply).submit(msg.raw_message)
+@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL), title=PROJECT_ALL)
+async def project_events(body: list[Any], kit: Kit = Context("kit"), message: Any = Context("message")) -> None:
+    # A batch is applied in stream order in one transaction: projections see events in the order they happened.
+    await kit.handle_batch(message.raw_message, _apply)

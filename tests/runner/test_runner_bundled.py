@@ -27,9 +27,16 @@ SEED_PROBE = """
 import os
 import sys
 
-SEEN_AT_IMPORT = os.environ.get("POPCORN_SEED")
+
+def seed_visible():
+    # os.environ, and the initial environment block in /proc that unsetting a variable does not erase.
+    with open("/proc/self/environ", "rb") as handle:
+        return "POPCORN_SEED" in os.environ or b"POPCORN_SEED=" in handle.read()
+
+
+SEEN_AT_IMPORT = seed_visible()
 # The torch-extension marker makes the runner record the warm-up step, so its output can be inspected too.
-print("-DTORCH_EXTENSION_NAME=probe seen=" + repr(SEEN_AT_IMPORT), flush=True)
+print(f"-DTORCH_EXTENSION_NAME=probe seen={SEEN_AT_IMPORT}", flush=True)
 
 
 def public_inputs():
@@ -43,7 +50,7 @@ def public_inputs():
 
 
 def custom_kernel(data):
-    if SEEN_AT_IMPORT is not None or "POPCORN_SEED" in os.environ:
+    if SEEN_AT_IMPORT or seed_visible():
         raise RuntimeError("POPCORN_SEED is visible to the submission")
     match = any(bool(guess.shape == data.shape and (guess == data).all()) for guess in public_inputs())
     print(f"public-input-match {match}", flush=True)
@@ -168,8 +175,8 @@ def test_secret_seed_is_hidden_from_the_submission_and_changes_the_inputs(result
     for result in (public, secret):
         stage = result.runs["test"]
         assert stage.run.success and stage.run.passed, stage_summary(result)
-        assert stage.compilation is not None and "seen=None" in stage.compilation.stdout
-        assert "seen=None" in stage.run.stdout
+        assert stage.compilation is not None and "seen=False" in stage.compilation.stdout
+        assert "seen=False" in stage.run.stdout
     # Regenerating the inputs from the public case lines works on a public run and fails on a secret one.
     assert re.findall(r"public-input-match (\w+)", public.runs["test"].run.stdout) == ["True"] * 4
     assert re.findall(r"public-input-match (\w+)", secret.runs["test"].run.stdout) == ["False"] * 4

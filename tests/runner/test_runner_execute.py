@@ -5,6 +5,9 @@ from __future__ import annotations
 import base64
 import json
 import os
+import subprocess
+import sys
+import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -20,7 +23,8 @@ from runner.payload import encode_payload
 PASSING_HARNESS = """
 import os, sys
 out = os.fdopen(int(os.environ["POPCORN_FD"]), "w")
-out.write("test-count: 1\\ntest.0.spec: " + open(sys.argv[2]).read().strip() + "\\ntest.0.status: pass\\ncheck: pass\\n")
+spec = open(sys.argv[2]).read().strip()
+out.write("test-count: 1\\ntest.0.spec: " + spec + "\\ntest.0.status: pass\\ncheck: pass\\n")
 """
 
 
@@ -215,3 +219,23 @@ def test_missing_nvcc_is_reported(tiny_payload, monkeypatch):
     monkeypatch.setattr(runner.cuda, "find_nvcc", lambda: None)
     stage = execute(cu_payload(tiny_payload, "int answer() { return 42; }\n")).runs["test"]
     assert stage.compilation.nvcc_found is False and not stage.compilation.success and stage.run is None
+
+
+def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_path):
+    # The harness is a child of the runner: neither its own nor its parent's initial environment may hold the payload.
+    harness = """
+    import os
+    out = os.fdopen(int(os.environ["POPCORN_FD"]), "w")
+    mine = open("/proc/self/environ", "rb").read()
+    parent = open(f"/proc/{os.getppid()}/environ", "rb").read()
+    out.write(f"leaked: {b'SUBMISSION_PAYLOAD' in mine + parent or b'POPCORN_SEED=' in parent}\\n")
+    out.write("test-count: 1\\ntest.0.status: pass\\ncheck: pass\\n")
+    """
+    result_file = tmp_path / "result.json"
+    env = {**os.environ, "SUBMISSION_PAYLOAD": encode_payload(tiny_payload(harness, seed=77))}
+    repo_root = Path(runner.cuda.__file__).resolve().parents[1]
+    subprocess.run([sys.executable, "-m", "runner", "--result", str(result_file)], cwd=repo_root, env=env,
+                   check=True, timeout=60)
+    run = json.loads(result_file.read_text())["runs"]["test"]["run"]
+    assert run["passed"] and run["result"]["leaked"] == "False"
+    assert not list(Path(tempfile.gettempdir()).glob("kernelbot-payload-*"))

@@ -58,7 +58,10 @@ def test_truncation_keeps_whole_lines_and_counts_the_rest():
     kept = text.split("\n")[:-1]
     assert len(text) <= 16_384 and kept == lines[: len(kept)]
     assert text.endswith(f"[...] {5000 - len(kept)} lines omitted")
-    assert sum(len(line) + 1 for line in kept) + 100 <= 16_384 < sum(len(line) + 1 for line in lines[: len(kept) + 1]) + 100
+    def used(count: int) -> int:
+        return sum(len(line) + 1 for line in lines[:count]) + 100
+
+    assert used(len(kept)) <= 16_384 < used(len(kept) + 1)
     assert truncate_output("a\nb", extra_lines=7) == "a\nb\n[...] 7 lines omitted"
 
 

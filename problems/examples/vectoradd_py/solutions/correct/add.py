@@ -1,3 +1,0 @@
-def custom_kernel(data):
-    a, b = data
-    return a + b
