@@ -57,10 +57,12 @@ class LeaderboardUpdated(Event):
 class LeaderboardDeleted(Event):
     subject = "evt.leaderboard.deleted"
     name: str
+    task_hash: str = ""
     force: bool = False
 
     def identity(self) -> str:
-        return f"{self.name}:{self.occurred_at.isoformat()}"
+        # the board's own identity: deleting it once more, after a retry, is the same fact
+        return f"{self.name}:{self.task_hash}"
 
 
 # --- people ---------------------------------------------------------------------------------------------------

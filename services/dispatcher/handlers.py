@@ -8,12 +8,24 @@ from faststream import Context
 from faststream.nats import NatsMessage, NatsRouter
 
 from runner.payload import build_payload
-from schemas.events import RunRequested, SubmissionAccepted, SubmissionReceived, SubmissionRejected
+from schemas.events import (
+    RunCompleted,
+    RunDispatched,
+    RunFailed,
+    RunRequested,
+    RunStarted,
+    SubmissionAccepted,
+    SubmissionReceived,
+    SubmissionRejected,
+)
 from services.dispatcher import planning, policy, repository
+from services.kit.bus import document_publishers
 from services.kit.consumer import Kit
 from services.kit.runtime import durable_consumer
 
 router = NatsRouter()
+document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejected, RunRequested, RunDispatched,
+                                           RunStarted, RunCompleted, RunFailed))
 
 LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
 

@@ -12,7 +12,7 @@ COMPILE_BUDGET_S = 120
 def plan_runs(submission_id: int, mode: str, gpus: list[str]) -> list[PlannedRun]:
     """Ranked submissions get a public and a secret-seed run per GPU; other modes one run per GPU."""
     runs = []
-    for gpu in gpus:
+    for gpu in dict.fromkeys(gpus):  # a GPU named twice is still one run
         if mode == "leaderboard":
             runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.public", gpu=gpu, mode="leaderboard"))
             runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.secret", gpu=gpu, mode="private", secret=True))

@@ -9,7 +9,8 @@ from fastapi import FastAPI
 from services.gateway import errors
 from services.gateway.routes import admin, health, leaderboards, submissions
 from services.gateway.waiter import ProjectionWaiter
-from services.kit.bus import declare_streams, make_broker
+from schemas.events import CliUserRegistered, SubmissionReceived
+from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
 from services.kit.settings import GatewaySettings
 
@@ -17,6 +18,7 @@ from services.kit.settings import GatewaySettings
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     broker = make_broker(settings.nats_url, log_level=settings.log_level)
+    document_publishers(broker, "gateway", (SubmissionReceived, CliUserRegistered))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

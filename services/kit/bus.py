@@ -89,6 +89,13 @@ async def declare_streams(broker: NatsBroker) -> None:
             await js.add_stream(config)
 
 
+def document_publishers(registrar, service: str, events) -> None:
+    """Declare what a service emits, for its AsyncAPI document. Publishing itself goes through the outbox."""
+    for event in events:
+        title = f"{service}-{event.subject.removeprefix('evt.').replace('.', '-')}"
+        registrar.publisher(event.subject, stream=jstream(), schema=event, title=title)
+
+
 def encode(event: Event) -> bytes:
     return event.model_dump_json().encode()
 

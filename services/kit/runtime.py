@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 
 from collections.abc import Awaitable, Callable
 
@@ -20,6 +21,10 @@ from services.kit.outbox import OutboxRelay
 from services.kit.settings import ServiceSettings
 
 log = logging.getLogger("kernelbot")
+
+# FastStream warns about every durable push consumer; ours are bound to a queue group (deliver group), which is
+# exactly what lets replicas share one.
+warnings.filterwarnings("ignore", message="The JetStream Push consumer with the `durable` option", category=RuntimeWarning)
 
 VERSION = "0.1.0"
 

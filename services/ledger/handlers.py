@@ -21,7 +21,8 @@ async def _apply(conn, seq, event) -> None:
     await repository.project(conn, seq, event)
 
 
-@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL), title=PROJECT_ALL)
+@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL), title=PROJECT_ALL,
+                   description="Every event of the catalogue (schemas.events), projected in stream order.")
 async def project_events(body: list[Any], kit: Kit = Context("kit"), message: Any = Context("message")) -> None:
     # A batch is applied in stream order in one transaction: projections see events in the order they happened.
     await kit.handle_batch(message.raw_message, _apply)

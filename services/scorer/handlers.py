@@ -16,12 +16,14 @@ from schemas.events import (
     SubmissionAccepted,
     SubmissionFinished,
 )
+from services.kit.bus import document_publishers
 from services.kit.consumer import Kit
 from services.kit.runtime import durable_consumer
 from services.scorer import repository, scoring
 from services.scorer.scoring import BoardEntry
 
 router = NatsRouter()
+document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished))
 
 
 async def judge_if_complete(conn, submission_id: int) -> list[Event]:

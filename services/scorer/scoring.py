@@ -149,7 +149,9 @@ def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]
         secret = next((r for r in planned if r.gpu == gpu and r.secret), None)
         pv = verdicts[public.run_id]
         sv = verdicts[secret.run_id] if secret else RunVerdict(passed=False, reason="secret run missing")
-        if not pv.passed:
+        if pv.runner_error or sv.runner_error or pv.timed_out or sv.timed_out:
+            reason = f"ranked validation did not complete all public and secret runs on {gpu}"
+        elif not pv.passed:
             reason = f"ranked validation failed on {gpu} ({pv.reason})"
         elif not sv.passed:
             reason = f"secret validation failed on {gpu}"

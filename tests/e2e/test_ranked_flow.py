@@ -10,7 +10,7 @@ VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 def test_ranked_submission_reaches_the_ranking(platform):
     platform.load_bundled_problems()
     alice = platform.register("1001", "alice")
-    code = (VECTORADD / "solutions" / "correct" / "add.py").read_text()
+    code = (VECTORADD / "submission.py").read_text()
 
     accepted = platform.submit(alice, "VectorAdd_py", "cpu", "leaderboard", code, "add.py")
 

@@ -7,7 +7,7 @@ import time
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived, query
 
-CORRECT = (PROBLEMS_ROOT / "examples" / "vectoradd_py" / "solutions" / "correct" / "add.py").read_text()
+CORRECT = (PROBLEMS_ROOT / "examples" / "vectoradd_py" / "submission.py").read_text()
 
 
 def _any_run_started(database_url: str) -> bool:

@@ -9,7 +9,7 @@ from problems import PROBLEMS_ROOT
 from tests.support.events import archived, dead_letters, publish_raw, query
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
-CORRECT = (VECTORADD / "solutions" / "correct" / "add.py").read_text()
+CORRECT = (VECTORADD / "submission.py").read_text()
 
 
 def _ranked(platform, cli_id: str) -> tuple[int, dict]:

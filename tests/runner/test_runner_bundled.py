@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import pytest
 

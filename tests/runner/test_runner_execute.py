@@ -239,3 +239,23 @@ def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_pa
     run = json.loads(result_file.read_text())["runs"]["test"]["run"]
     assert run["passed"] and run["result"]["leaked"] == "False"
     assert not list(Path(tempfile.gettempdir()).glob("kernelbot-payload-*"))
+
+
+def test_example_harness_exit_codes_before_any_case_runs(tmp_path):
+    from problems import PROBLEMS_ROOT
+
+    harness = str(PROBLEMS_ROOT / "examples" / "eval.py")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("POPCORN_")}
+    assert subprocess.run([sys.executable, harness], env=env, capture_output=True).returncode == 2
+    assert subprocess.run([sys.executable, harness, "profile", "x"], env=env, capture_output=True).returncode == 2
+    cases = tmp_path / "cases.txt"
+    cases.write_text("size: 1.5; seed: 3\n")
+    assert subprocess.run([sys.executable, harness, "test", str(cases)], env=env, capture_output=True).returncode == 111
+    read_end, write_end = os.pipe()
+    try:
+        done = subprocess.run([sys.executable, harness, "test", str(cases)], env={**env, "POPCORN_FD": str(write_end)},
+                              pass_fds=(write_end,), capture_output=True, text=True)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    assert done.returncode == 113 and "bad case line" in done.stderr
