@@ -112,3 +112,12 @@ CREATE TABLE rank_changes (
     top            JSONB NOT NULL,
     occurred_at    TIMESTAMPTZ NOT NULL
 );
+
+-- Lifecycle order of job and run statuses: projections only ever move a row forward, so the read model is the
+-- same whatever order a batch applies its statements in.
+CREATE FUNCTION job_rank(status TEXT) RETURNS INTEGER IMMUTABLE LANGUAGE sql AS $$
+    SELECT CASE status WHEN 'initial' THEN 0 WHEN 'pending' THEN 1 WHEN 'running' THEN 2 ELSE 3 END
+$$;
+CREATE FUNCTION run_rank(status TEXT) RETURNS INTEGER IMMUTABLE LANGUAGE sql AS $$
+    SELECT CASE status WHEN 'queued' THEN 0 WHEN 'dispatched' THEN 1 WHEN 'running' THEN 2 ELSE 3 END
+$$;

@@ -9,7 +9,7 @@ from faststream import FastStream
 
 from services.dispatcher.backends.local import LocalBackend
 from services.dispatcher.backends.null import NullBackend
-from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, router
+from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, kit, router
 from services.dispatcher.scheduler import Scheduler
 from services.kit.consumer import Kit
 from services.kit.runtime import consumer_app
@@ -30,10 +30,10 @@ def create_app(settings: DispatcherSettings | None = None) -> FastStream:
     settings = settings or DispatcherSettings()
     state: dict = {}
 
-    async def started(kit: Kit) -> None:
-        kit.extras[LAUNCH_ALLOWANCE_KEY] = settings.launch_allowance_s
+    async def started(started_kit: Kit) -> None:
+        started_kit.extras[LAUNCH_ALLOWANCE_KEY] = settings.launch_allowance_s
         state["scheduler"] = Scheduler(
-            kit, build_backends(settings), owner=settings.worker_id or f"{socket.gethostname()}-dispatcher",
+            started_kit, build_backends(settings), owner=settings.worker_id or f"{socket.gethostname()}-dispatcher",
             max_attempts=settings.max_attempts, database_url=settings.database_url,
         )
         await state["scheduler"].start()
@@ -42,4 +42,4 @@ def create_app(settings: DispatcherSettings | None = None) -> FastStream:
         if "scheduler" in state:
             await state["scheduler"].stop()
 
-    return consumer_app("kernelbot-dispatcher", router, settings, on_started=started, on_stopping=stopping)
+    return consumer_app("kernelbot-dispatcher", router, kit, settings, on_started=started, on_stopping=stopping)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from faststream import Context
-from faststream.nats import NatsMessage, NatsRouter
+from faststream.nats import NatsRouter
 
 from runner.payload import build_payload
 from schemas.events import (
@@ -20,10 +19,11 @@ from schemas.events import (
 )
 from services.dispatcher import planning, policy, repository
 from services.kit.bus import document_publishers
-from services.kit.consumer import Kit
+from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
 
 router = NatsRouter()
+kit = KitSlot()
 document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejected, RunRequested, RunDispatched,
                                            RunStarted, RunCompleted, RunFailed))
 
@@ -61,6 +61,6 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
 
 
 @router.subscriber("evt.submission.received", **durable_consumer("dispatcher-admit"), title="dispatcher-admit")
-async def on_submission_received(event: SubmissionReceived, msg: NatsMessage, kit: Kit = Context("kit")) -> None:
-    allowance = kit.extras.get(LAUNCH_ALLOWANCE_KEY, 60)
-    await kit.handle(msg, lambda conn: admit_and_plan(conn, event, allowance))
+async def on_submission_received(event: SubmissionReceived) -> None:
+    allowance = kit().extras.get(LAUNCH_ALLOWANCE_KEY, 60)
+    await kit().handle(lambda conn: admit_and_plan(conn, event, allowance))

@@ -14,15 +14,16 @@ from services.gateway import repository
 from services.kit.settings import GatewaySettings
 
 
-def get_settings(request: Request) -> GatewaySettings:
+# Async on purpose: FastAPI runs a plain `def` dependency in a worker thread, for every request.
+async def get_settings(request: Request) -> GatewaySettings:
     return request.app.state.settings
 
 
-def get_pool(request: Request) -> asyncpg.Pool:
+async def get_pool(request: Request) -> asyncpg.Pool:
     return request.app.state.pool
 
 
-def get_broker(request: Request) -> NatsBroker:
+async def get_broker(request: Request) -> NatsBroker:
     return request.app.state.broker
 
 

@@ -10,13 +10,19 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import asyncpg
-from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
 
 from schemas.envelope import Event
 from services.kit import outbox
 from services.kit.bus import decode
-from services.kit.deadletter import MAX_DELIVERIES, dead_letter, is_poison, retry_delay_s, retry_or_dead_letter
+from services.kit.deadletter import (
+    MAX_DELIVERIES,
+    current_message,
+    dead_letter,
+    is_poison,
+    retry_delay_s,
+    retry_or_dead_letter,
+)
 from services.kit.outbox import OutboxRelay
 
 TRACK_ONE = "INSERT INTO tracking (consumer, stream_seq) VALUES ($1, $2) ON CONFLICT DO NOTHING RETURNING 1"
@@ -26,7 +32,27 @@ ON CONFLICT DO NOTHING RETURNING stream_seq
 """
 
 Apply = Callable[[asyncpg.Connection], Awaitable[Sequence[Event] | None]]
-ApplyEvent = Callable[[asyncpg.Connection, int, Event], Awaitable[Sequence[Event] | None]]
+# Applies a batch of (stream sequence, event), in stream order, inside the caller's transaction.
+ApplyBatch = Callable[[asyncpg.Connection, list[tuple[int, Event]]], Awaitable[Sequence[Event] | None]]
+
+
+class KitSlot:
+    """Where a service's handlers find its kit once the service has started.
+
+    FastStream's `Context()` would do, but it resolves in a worker thread for every message, which cost more CPU
+    than the handlers themselves.
+    """
+
+    def __init__(self) -> None:
+        self._kit: Kit | None = None
+
+    def fill(self, kit: Kit | None) -> None:
+        self._kit = kit
+
+    def __call__(self) -> Kit:
+        if self._kit is None:
+            raise RuntimeError("the service has not started: no kit yet")
+        return self._kit
 
 
 @dataclass
@@ -59,15 +85,21 @@ class Kit:
         await self.commit(tracked)
         return applied
 
-    async def handle(self, msg: NatsMessage, apply: Apply) -> bool:
-        """Apply one JetStream message once, then acknowledge it."""
+    async def handle(self, apply: Apply) -> bool:
+        """Apply the JetStream message being handled once, then acknowledge it."""
+        msg = current_message()
         meta = msg.raw_message.metadata
         applied = await self.apply_once(meta.consumer, meta.sequence.stream, apply)
         await msg.ack()
         return applied
 
-    async def handle_batch(self, raws: Sequence[Msg], apply: ApplyEvent) -> None:
-        """Apply a batch in stream order in one transaction; on failure fall back to one message at a time."""
+    async def handle_batch(self, apply: ApplyBatch, raws: Sequence[Msg] | None = None) -> None:
+        """Apply a batch in stream order in one transaction; on failure fall back to one message at a time.
+
+        Without `raws`, the batch being handled in this task.
+        """
+        if raws is None:
+            raws = current_message().raw_message
         decoded: list[tuple[Msg, Event]] = []
         for raw in raws:
             try:
@@ -88,11 +120,11 @@ class Kit:
         for raw, _ in decoded:
             await raw.ack()
 
-    async def _apply_one_by_one(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyEvent) -> None:
+    async def _apply_one_by_one(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyBatch) -> None:
         for index, (raw, event) in enumerate(decoded):
             seq = raw.metadata.sequence.stream
             try:
-                await self.apply_once(consumer, seq, lambda conn, s=seq, e=event: apply(conn, s, e))
+                await self.apply_once(consumer, seq, lambda conn, s=seq, e=event: apply(conn, [(s, e)]))
                 await raw.ack()
             except Exception as exc:  # noqa: BLE001
                 await retry_or_dead_letter(raw, exc)
@@ -105,14 +137,14 @@ class Kit:
                     await later.nak(delay=retry_delay_s(later.metadata.num_delivered))
                 return
 
-    async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyEvent) -> list[Event]:
+    async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyBatch) -> list[Event]:
         emitted: list[Event] = []
         async with self.pool.acquire() as conn, conn.transaction():
             seqs = [raw.metadata.sequence.stream for raw, _ in decoded]
             fresh = {row["stream_seq"] for row in await conn.fetch(TRACK_MANY, consumer, seqs)}
-            for (_, event), seq in zip(decoded, seqs, strict=True):
-                if seq in fresh:
-                    emitted.extend(await apply(conn, seq, event) or ())
+            batch = [(seq, event) for (_, event), seq in zip(decoded, seqs, strict=True) if seq in fresh]
+            if batch:
+                emitted.extend(await apply(conn, batch) or ())
             if emitted:
                 await outbox.enqueue(conn, emitted)
         return emitted

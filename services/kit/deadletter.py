@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from contextvars import ContextVar
 from typing import Any
 
 from faststream import BaseMiddleware
@@ -56,8 +57,21 @@ async def retry_or_dead_letter(raw: Msg, exc: BaseException) -> None:
         await raw.nak(delay=retry_delay_s(meta.num_delivered))
 
 
+_current_message: ContextVar[Any] = ContextVar("kernelbot_current_message")
+
+
+def current_message() -> Any:
+    """The FastStream message being handled in this task (a NatsMessage, or a NatsBatchMessage for batches).
+
+    Handlers read it here rather than through FastStream's `Context()`, which resolves in a worker thread for every
+    message and cost more CPU than the handlers themselves.
+    """
+    return _current_message.get()
+
+
 class DeadLetterMiddleware(BaseMiddleware):
     async def consume_scope(self, call_next: Any, msg: Any) -> Any:
+        token = _current_message.set(msg)
         try:
             return await call_next(msg)
         except Exception as exc:  # noqa: BLE001 - every failure is either retried or dead-lettered
@@ -66,3 +80,5 @@ class DeadLetterMiddleware(BaseMiddleware):
                 if not raw._ackd:
                     await retry_or_dead_letter(raw, exc)
             return None
+        finally:
+            _current_message.reset(token)

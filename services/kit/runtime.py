@@ -14,7 +14,7 @@ from faststream.specification import AsyncAPI
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from services.kit.bus import declare_streams, jstream, make_broker
-from services.kit.consumer import Kit
+from services.kit.consumer import Kit, KitSlot
 from services.kit.db import apply_migrations, create_pool
 from services.kit.deadletter import JETSTREAM_MAX_DELIVER, DeadLetterMiddleware
 from services.kit.outbox import OutboxRelay
@@ -83,9 +83,7 @@ async def start_kit(broker: NatsBroker, settings: ServiceSettings) -> Kit:
     await declare_streams(broker)
     relay = OutboxRelay(pool, broker.connection.jetstream())
     relay.start()
-    kit = Kit(pool=pool, relay=relay)
-    broker.context.set_global("kit", kit)
-    return kit
+    return Kit(pool=pool, relay=relay)
 
 
 async def stop_kit(kit: Kit) -> None:
@@ -96,8 +94,9 @@ async def stop_kit(kit: Kit) -> None:
 Hook = Callable[[Kit], Awaitable[object]]
 
 
-def consumer_app(title: str, router: NatsRouter, settings: ServiceSettings, *, broker: NatsBroker | None = None,
-                 on_started: Hook | None = None, on_stopping: Hook | None = None) -> FastStream:
+def consumer_app(title: str, router: NatsRouter, slot: KitSlot, settings: ServiceSettings, *,
+                 broker: NatsBroker | None = None, on_started: Hook | None = None,
+                 on_stopping: Hook | None = None) -> FastStream:
     """A FastStream app for one service: its router, the kit started before subscriptions, stopped after."""
     broker = broker or service_broker(settings)
     broker.include_router(router)
@@ -107,6 +106,7 @@ def consumer_app(title: str, router: NatsRouter, settings: ServiceSettings, *, b
     @app.on_startup
     async def startup() -> None:
         state["kit"] = await start_kit(broker, settings)
+        slot.fill(state["kit"])
         if on_started:
             await on_started(state["kit"])
 
@@ -116,5 +116,6 @@ def consumer_app(title: str, router: NatsRouter, settings: ServiceSettings, *, b
             if on_stopping:
                 await on_stopping(state["kit"])
             await stop_kit(state["kit"])
+            slot.fill(None)
 
     return app

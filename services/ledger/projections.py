@@ -1,29 +1,58 @@
-"""Pure projection logic: what rows an event becomes. No I/O here."""
+"""Pure projection logic: which statement rows a batch of events becomes. No I/O here.
+
+A batch is planned as one list of parameter rows per statement, applied in a fixed order of statements (boards and
+users, then submissions, jobs, runs, scores). Status updates only move a row forward in its lifecycle, so the result
+does not depend on the order events of different kinds had inside the batch; events that change a leaderboard
+itself are planned alone, in stream order.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import datetime
 
-from schemas.contracts import FullResult
-from schemas.events import RunCompleted
+from schemas.envelope import Event
+from schemas.events import (
+    CliUserRegistered,
+    LeaderboardCreated,
+    LeaderboardDeleted,
+    LeaderboardRankChanged,
+    LeaderboardUpdated,
+    RunCompleted,
+    RunDispatched,
+    RunFailed,
+    RunProgress,
+    RunRequested,
+    RunStarted,
+    ScoreComputed,
+    SubmissionAccepted,
+    SubmissionFinished,
+    SubmissionReceived,
+    SubmissionRejected,
+)
 
 TERMINAL_JOB_STATUSES = frozenset({"succeeded", "failed", "timed_out", "hacked"})
 
+# The order statements are applied in; each name is a statement of the ledger's repository.
+STATEMENT_ORDER = (
+    "archive", "leaderboard_create", "leaderboard_update", "leaderboard_delete", "user_upsert",
+    "submission_insert", "notify_submission", "job_set", "submission_status", "run_request_insert",
+    "run_request_status", "job_running", "job_heartbeat", "stage_insert", "score_insert", "run_score",
+    "rank_change",
+)
+BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
 
-@dataclass(frozen=True)
-class StageRow:
-    run_id: str
-    stage: str
-    submission_id: int
-    gpu: str
-    secret: bool
-    passed: bool
-    result: dict
-    system: dict
-    harness_version: str
-    start_time: datetime | None
-    end_time: datetime | None
+
+@dataclass
+class Plan:
+    rows: dict[str, list[tuple]] = field(default_factory=dict)
+
+    def add(self, statement: str, *row: object) -> None:
+        self.rows.setdefault(statement, []).append(row)
+
+    def steps(self) -> list[tuple[str, list[tuple]]]:
+        return [(name, self.rows[name]) for name in STATEMENT_ORDER if name in self.rows]
 
 
 def _parse_ts(value: str | None) -> datetime | None:
@@ -32,26 +61,100 @@ def _parse_ts(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
-def stage_rows(event: RunCompleted) -> list[StageRow]:
+def _stage_rows(seq: int, event: RunCompleted) -> Iterable[tuple]:
     """One row per harness stage of a completed run, in the order the stages ran."""
-    result: FullResult = event.result
-    rows = []
+    result = event.result
     for stage, evaluation in result.runs.items():
         run = evaluation.run
-        passed = bool(run and run.success and run.passed)
-        rows.append(
-            StageRow(
-                run_id=event.run_id,
-                stage=stage,
-                submission_id=event.submission_id,
-                gpu=event.gpu,
-                secret=event.secret,
-                passed=passed,
-                result=evaluation.model_dump(mode="json"),
-                system=result.system.model_dump(mode="json"),
-                harness_version=(run.result.get("harness-version", "") if run else ""),
-                start_time=_parse_ts(evaluation.start),
-                end_time=_parse_ts(evaluation.end),
-            )
+        yield (
+            event.run_id, stage, event.submission_id, event.gpu, event.secret,
+            bool(run and run.success and run.passed), evaluation.model_dump(mode="json"),
+            result.system.model_dump(mode="json"), run.result.get("harness-version", "") if run else "",
+            _parse_ts(evaluation.start), _parse_ts(evaluation.end), seq,
         )
-    return rows
+
+
+def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one branch per event type
+    match event:
+        case LeaderboardCreated():
+            plan.add("leaderboard_create", event.name, event.description, event.task.model_dump(mode="json"),
+                     event.task_hash, event.templates, event.gpus, event.deadline, event.secret_seed,
+                     event.visibility, event.task.ranking_by, event.creator_id, event.forum_id, event.occurred_at)
+        case LeaderboardUpdated():
+            plan.add("leaderboard_update", event.name, event.description, event.task.model_dump(mode="json"),
+                     event.task_hash, event.templates, event.deadline, event.task.ranking_by)
+        case LeaderboardDeleted():
+            plan.add("leaderboard_delete", event.name)
+        case CliUserRegistered():
+            plan.add("user_upsert", event.user_id, event.user_name, event.cli_id, event.web_auth_id)
+        case SubmissionReceived():
+            plan.add("submission_insert", event.submission_id, event.leaderboard, event.user_id, event.user_name,
+                     event.file_name, event.code, event.mode, event.gpus, event.occurred_at)
+            plan.add("job_set", event.submission_id, "initial", None)
+            plan.add("notify_submission", str(event.submission_id))
+        case SubmissionAccepted():
+            plan.add("job_set", event.submission_id, "pending", None)
+            plan.add("submission_status", event.submission_id, "accepted", False)
+        case SubmissionRejected():
+            plan.add("job_set", event.submission_id, "failed", event.reason)
+            plan.add("submission_status", event.submission_id, "rejected", True)
+        case SubmissionFinished():
+            plan.add("job_set", event.submission_id, event.status, event.error)
+            plan.add("submission_status", event.submission_id, event.status, True)
+        case RunRequested():
+            plan.add("run_request_insert", event.run_id, event.submission_id, event.gpu, event.mode, event.secret,
+                     event.occurred_at)
+        case RunDispatched():
+            plan.add("run_request_status", event.run_id, "dispatched", event.backend, event.job_ref, None,
+                     event.occurred_at)
+        case RunStarted():
+            plan.add("run_request_status", event.run_id, "running", None, None, None, event.occurred_at)
+            plan.add("job_running", event.submission_id, event.occurred_at)
+        case RunProgress():
+            plan.add("job_heartbeat", event.submission_id, event.occurred_at)
+        case RunCompleted():
+            for row in _stage_rows(seq, event):
+                plan.add("stage_insert", *row)
+            plan.add("run_request_status", event.run_id, "completed", None, None, None, event.occurred_at)
+        case RunFailed():
+            plan.add("run_request_status", event.run_id, "failed", None, None, f"{event.reason}: {event.detail}",
+                     event.occurred_at)
+        case ScoreComputed():
+            plan.add("score_insert", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
+                     event.secret_score, event.run_id, event.submitted_at)
+            plan.add("run_score", event.run_id, event.score)
+        case LeaderboardRankChanged():
+            plan.add("rank_change", seq, event.leaderboard, event.gpu,
+                     [e.model_dump(mode="json") for e in event.top], event.occurred_at)
+
+
+def plan_batch(events: list[tuple[int, Event]]) -> list[Plan]:
+    """Plans for a batch of (stream sequence, event), in stream order; board changes get plans of their own."""
+    plans: list[Plan] = []
+    current = Plan()
+    for seq, event in events:
+        if isinstance(event, BOARD_EVENTS):
+            if current.rows:
+                plans.append(current)
+            alone = Plan()
+            _plan_event(alone, seq, event)
+            plans.append(alone)
+            current = Plan()
+            continue
+        _plan_event(current, seq, event)
+    if current.rows:
+        plans.append(current)
+    return plans
+
+
+def archive_rows(events: list[tuple[int, Event]]) -> tuple[list, ...]:
+    """Columns of the archive insert for a batch (unnest-ready)."""
+    return (
+        [seq for seq, _ in events],
+        [e.event_id for _, e in events],
+        [type(e).__name__ for _, e in events],
+        [e.subject for _, e in events],
+        [e.correlation_id for _, e in events],
+        [e.occurred_at for _, e in events],
+        [e.model_dump(mode="json") for _, e in events],
+    )

@@ -6,8 +6,8 @@ from faststream import FastStream
 
 from services.kit.runtime import consumer_app
 from services.kit.settings import ServiceSettings
-from services.scorer.handlers import router
+from services.scorer.handlers import kit, router
 
 
 def create_app(settings: ServiceSettings | None = None) -> FastStream:
-    return consumer_app("kernelbot-scorer", router, settings or ServiceSettings())
+    return consumer_app("kernelbot-scorer", router, kit, settings or ServiceSettings())

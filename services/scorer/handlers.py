@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from faststream import Context
-from faststream.nats import NatsMessage, NatsRouter
+from faststream.nats import NatsRouter
 
 from schemas.envelope import Event
 from schemas.events import (
@@ -17,12 +16,13 @@ from schemas.events import (
     SubmissionFinished,
 )
 from services.kit.bus import document_publishers
-from services.kit.consumer import Kit
+from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
 from services.scorer import repository, scoring
 from services.scorer.scoring import BoardEntry
 
 router = NatsRouter()
+kit = KitSlot()
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished))
 
 
@@ -75,17 +75,17 @@ async def _rank_change(conn, row, score: scoring.GpuScore) -> list[Event]:
 
 
 @router.subscriber("evt.submission.accepted", **durable_consumer("scorer-accepted"), title="scorer-accepted")
-async def on_accepted(event: SubmissionAccepted, msg: NatsMessage, kit: Kit = Context("kit")) -> None:
+async def on_accepted(event: SubmissionAccepted) -> None:
     async def apply(conn):
         await repository.lock_submission(conn, event.submission_id)
         await repository.add_submission(conn, event)
         return await judge_if_complete(conn, event.submission_id)
 
-    await kit.handle(msg, apply)
+    await kit().handle(apply)
 
 
 @router.subscriber("evt.run.completed", **durable_consumer("scorer-run-completed"), title="scorer-run-completed")
-async def on_run_completed(event: RunCompleted, msg: NatsMessage, kit: Kit = Context("kit")) -> None:
+async def on_run_completed(event: RunCompleted) -> None:
     async def apply(conn):
         await repository.lock_submission(conn, event.submission_id)
         verdict = scoring.verdict_of(event.result, event.mode, event.ranking_by)
@@ -94,11 +94,11 @@ async def on_run_completed(event: RunCompleted, msg: NatsMessage, kit: Kit = Con
             return []  # this run was already judged: a duplicate report counts once
         return await judge_if_complete(conn, event.submission_id)
 
-    await kit.handle(msg, apply)
+    await kit().handle(apply)
 
 
 @router.subscriber("evt.run.failed", **durable_consumer("scorer-run-failed"), title="scorer-run-failed")
-async def on_run_failed(event: RunFailed, msg: NatsMessage, kit: Kit = Context("kit")) -> None:
+async def on_run_failed(event: RunFailed) -> None:
     async def apply(conn):
         await repository.lock_submission(conn, event.submission_id)
         verdict = scoring.failed_run_verdict(event.reason, event.detail)
@@ -106,4 +106,4 @@ async def on_run_failed(event: RunFailed, msg: NatsMessage, kit: Kit = Context("
             return []
         return await judge_if_complete(conn, event.submission_id)
 
-    await kit.handle(msg, apply)
+    await kit().handle(apply)
