@@ -66,10 +66,10 @@ class Kit:
     async def commit(self, apply: Apply) -> None:
         """Run `apply` in a transaction, storing what it emits in the outbox; publish right after commit."""
         async with self.pool.acquire() as conn, conn.transaction():
-            emitted = list(await apply(conn) or ())
-            if emitted:
-                await outbox.enqueue(conn, emitted)
-        await self.relay.publish_now(emitted)
+            rows = outbox.rows_of(await apply(conn) or ())
+            if rows:
+                await outbox.enqueue(conn, rows)
+        await self.relay.publish_now(rows)
 
     async def apply_once(self, consumer: str, stream_seq: int, apply: Apply) -> bool:
         """Run `apply` in a transaction unless this consumer already applied `stream_seq`; False for a duplicate."""
@@ -128,8 +128,6 @@ class Kit:
                 await raw.ack()
             except Exception as exc:  # noqa: BLE001
                 await retry_or_dead_letter(raw, exc)
-                if not raw._ackd:
-                    continue
                 if is_poison(exc) or raw.metadata.num_delivered >= MAX_DELIVERIES:
                     continue
                 # a transient failure: what follows waits for it, so projections keep stream order
@@ -137,7 +135,8 @@ class Kit:
                     await later.nak(delay=retry_delay_s(later.metadata.num_delivered))
                 return
 
-    async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyBatch) -> list[Event]:
+    async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]],
+                           apply: ApplyBatch) -> list[outbox.Row]:
         emitted: list[Event] = []
         async with self.pool.acquire() as conn, conn.transaction():
             seqs = [raw.metadata.sequence.stream for raw, _ in decoded]
@@ -145,7 +144,8 @@ class Kit:
             batch = [(seq, event) for (_, event), seq in zip(decoded, seqs, strict=True) if seq in fresh]
             if batch:
                 emitted.extend(await apply(conn, batch) or ())
-            if emitted:
-                await outbox.enqueue(conn, emitted)
-        return emitted
+            rows = outbox.rows_of(emitted)
+            if rows:
+                await outbox.enqueue(conn, rows)
+        return rows
 

@@ -31,13 +31,16 @@ WHERE created_at < now() - make_interval(secs => $1) ORDER BY id LIMIT $2
 """
 
 
-async def enqueue(conn: asyncpg.Connection, events: Sequence[Event]) -> None:
-    await conn.execute(
-        INSERT,
-        [e.message_id for e in events],
-        [e.subject for e in events],
-        [encode(e) for e in events],
-    )
+Row = tuple[str, str, bytes]  # message id, subject, payload
+
+
+def rows_of(events: Sequence[Event]) -> list[Row]:
+    """Each event encoded once, for both the outbox row and the publish."""
+    return [(e.message_id, e.subject, encode(e)) for e in events]
+
+
+async def enqueue(conn: asyncpg.Connection, rows: Sequence[Row]) -> None:
+    await conn.execute(INSERT, [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows])
 
 
 class OutboxRelay:
@@ -46,8 +49,11 @@ class OutboxRelay:
         self._js = js
         self._sweep_every_s = sweep_every_s
         self._task: asyncio.Task | None = None
+        # Published rows are deleted in batches: one statement for many transactions' events.
+        self._published: list[str] = []
+        self._delete_soon: asyncio.Task | None = None
 
-    async def _publish(self, rows: Sequence[tuple[str, str, bytes]]) -> list[str]:
+    async def _publish(self, rows: Sequence[Row]) -> list[str]:
         """Publish in order of creation; returns the ids the stream acknowledged."""
         sends = [
             self._js.publish(subject, payload, headers={MSG_ID_HEADER: message_id}, stream=EVENTS.name)
@@ -62,15 +68,25 @@ class OutboxRelay:
                 done.append(message_id)
         return done
 
-    async def publish_now(self, events: Sequence[Event]) -> None:
+    async def publish_now(self, rows: Sequence[Row]) -> None:
         """Publish what a transaction just committed; leftovers stay for the sweeper."""
-        if not events:
+        if not rows:
             return
-        done = await self._publish([(e.message_id, e.subject, encode(e)) for e in events])
+        self._published.extend(await self._publish(rows))
+        if self._delete_soon is None or self._delete_soon.done():
+            self._delete_soon = asyncio.create_task(self._delete_published(delay_s=0.05))
+
+    async def _delete_published(self, delay_s: float = 0.0) -> None:
+        await asyncio.sleep(delay_s)
+        done, self._published = self._published, []
         if done:
-            await self._pool.execute(DELETE, done)
+            try:
+                await self._pool.execute(DELETE, done)
+            except Exception:  # noqa: BLE001 - still published; the sweeper finds them and the stream drops copies
+                log.warning("could not delete %d published outbox rows", len(done))
 
     async def sweep_once(self, older_than_s: float = 2.0, limit: int = 500) -> int:
+        await self._delete_published()
         rows = await self._pool.fetch(STALE, older_than_s, limit)
         if not rows:
             return 0
@@ -94,3 +110,6 @@ class OutboxRelay:
         if self._task:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        if self._delete_soon is not None:
+            await asyncio.gather(self._delete_soon, return_exceptions=True)
+        await self._delete_published()
