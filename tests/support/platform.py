@@ -39,7 +39,7 @@ async def publish_events(nats_url: str, events) -> None:
 
 class Platform:
     def __init__(self, nats_url: str, database_url: str, workdir: Path, *, local_gpus: dict | None = None,
-                 null_gpus: tuple[str, ...] = ()) -> None:
+                 null_gpus: tuple[str, ...] = (), admin_token: str = ADMIN_TOKEN) -> None:
         self.nats_url = nats_url
         self.database_url = database_url
         self.workdir = workdir
@@ -47,6 +47,7 @@ class Platform:
         self.url = f"http://127.0.0.1:{self.port}"
         self.local_gpus = local_gpus or {"cpu": 2}
         self.null_gpus = null_gpus
+        self.admin_token = admin_token
         self.children: dict[str, subprocess.Popen] = {}
         self.http = httpx.Client(base_url=self.url, timeout=30)
 
@@ -54,7 +55,7 @@ class Platform:
         env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
         env.update(
             KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
-            KB_ADMIN_TOKEN=ADMIN_TOKEN, KB_RUNS_DIR=str(self.workdir / "runs"), KB_WORKER_ID="test-dispatcher",
+            KB_ADMIN_TOKEN=self.admin_token, KB_RUNS_DIR=str(self.workdir / "runs"), KB_WORKER_ID="test-dispatcher",
             KB_LOCAL_GPUS=json.dumps(self.local_gpus), KB_NULL_GPUS=json.dumps(list(self.null_gpus)),
             PYTHONUNBUFFERED="1",
         )
