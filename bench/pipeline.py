@@ -31,9 +31,10 @@ from problems import PROBLEMS_ROOT  # noqa: E402
 from runner.taskfile import load_problem  # noqa: E402
 from schemas.events import LeaderboardCreated  # noqa: E402
 from services.cli.bundled import parse_deadline  # noqa: E402
+from services.kit.bus import publish_all  # noqa: E402
 from services.kit.db import apply_migrations  # noqa: E402
 from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
-from tests.support.platform import ADMIN_TOKEN, Platform, publish_events  # noqa: E402
+from tests.support.platform import ADMIN_TOKEN, Platform  # noqa: E402
 
 BOARD = "bench"
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> None:
         board = LeaderboardCreated(name=BOARD, description="null harness", task=problem.task,
                                    task_hash=problem.task_hash, gpus=["null"], deadline=parse_deadline("2100-01-01"),
                                    secret_seed=12345)
-        asyncio.run(publish_events(nats_url, [board]))
+        asyncio.run(publish_all(nats_url, [board]))
         platform.wait_for(lambda: any(b["name"] == BOARD for b in platform.http.get("/leaderboards").json()),
                           "the bench leaderboard")
         cli_ids = [platform.register(f"bench-{i}", f"bench{i}") for i in range(args.users)]

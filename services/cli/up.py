@@ -13,14 +13,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import asyncpg
 import nats
 
 from problems import PROBLEMS_ROOT
 from schemas.events import CliUserRegistered
 from schemas.streams import EVENTS
+from services.cli import repository
 from services.cli.bundled import leaderboards_from_competition
-from services.kit.bus import MSG_ID_HEADER, encode
+from services.kit.bus import publish_all
 from services.kit.db import apply_migrations
 
 SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
@@ -94,23 +94,11 @@ async def seed(stack: Stack) -> str:
         cli_file.write_text(secrets.token_urlsafe(24))
         cli_file.chmod(0o600)
     cli_id = cli_file.read_text().strip()
-    conn = await asyncpg.connect(stack.database_url)
-    try:
-        existing = {r["name"].lower() for r in await conn.fetch("SELECT name FROM leaderboards")}
-        has_user = await conn.fetchval("SELECT 1 FROM users WHERE cli_id = $1", cli_id)
-    finally:
-        await conn.close()
+    existing, has_user = await repository.seeded(stack.database_url, cli_id)
     events = leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", existing)
     if not has_user:
         events.append(CliUserRegistered(user_id=LOCAL_USER_ID, user_name=getpass.getuser(), cli_id=cli_id))
-    client = await nats.connect(stack.nats_url)
-    try:
-        js = client.jetstream()
-        for event in events:
-            await js.publish(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
-                             stream=EVENTS.name)
-    finally:
-        await client.close()
+    await publish_all(stack.nats_url, events)
     return cli_id
 
 

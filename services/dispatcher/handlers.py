@@ -11,6 +11,7 @@ from schemas.events import (
     RunCompleted,
     RunDispatched,
     RunFailed,
+    RunProgress,
     RunRequested,
     RunStarted,
     SubmissionAccepted,
@@ -25,7 +26,7 @@ from services.kit.runtime import durable_consumer
 router = NatsRouter()
 kit = KitSlot()
 document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejected, RunRequested, RunDispatched,
-                                           RunStarted, RunCompleted, RunFailed))
+                                           RunStarted, RunProgress, RunCompleted, RunFailed))
 
 LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
 

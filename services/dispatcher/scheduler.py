@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Mapping
 
 import asyncpg
 
 from schemas.contracts import FullResult, RunPayload
-from schemas.events import RunCompleted, RunDispatched, RunFailed, RunStarted
+from schemas.events import RunCompleted, RunDispatched, RunFailed, RunProgress, RunStarted
 from services.dispatcher import repository
 from services.dispatcher.backends.base import Backend, JobLost, LaunchError
 from services.dispatcher.repository import ClaimedRun
@@ -23,6 +24,7 @@ from services.kit.consumer import Kit
 log = logging.getLogger("kernelbot.dispatcher")
 
 LEASE_S = 30.0
+HEARTBEAT_S = LEASE_S / 3
 IDLE_WAKE_S = 1.0
 
 
@@ -35,6 +37,7 @@ class Scheduler:
         self.max_attempts = max_attempts
         self.database_url = database_url
         self.active: dict[str, asyncio.Task] = {}
+        self._launched: dict[str, ClaimedRun] = {}
         self._active_by_gpu: dict[str, int] = dict.fromkeys(backends, 0)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
@@ -79,11 +82,19 @@ class Scheduler:
 
     async def _renew_leases(self) -> None:
         while True:
-            await asyncio.sleep(LEASE_S / 3)
+            await asyncio.sleep(HEARTBEAT_S)
             try:
                 await repository.renew(self.kit.pool, list(self.active), LEASE_S, self.owner)
+                await self.kit.commit(lambda _conn: self._heartbeats())
             except Exception:  # noqa: BLE001
                 log.exception("lease renewal failed")
+
+    def _heartbeats(self) -> list[RunProgress]:
+        """A beat per launched run, so clients see `last_heartbeat` move while a job runs (http-api.md §5.2)."""
+        beat = int(time.time() // HEARTBEAT_S)  # one id per run and period, whichever dispatcher sends it
+        return [RunProgress(run_id=run.run_id, submission_id=run.submission_id, sequence=beat, message="running",
+                            correlation_id=str(run.submission_id))
+                for run in self._launched.values()]
 
     async def _drive(self, run: ClaimedRun) -> None:
         try:
@@ -108,7 +119,11 @@ class Scheduler:
                 await self._retry_or_fail(run, JobLost("launch_error", str(exc), retryable=True))
                 return
             await self._record_launch(run, backend.name, job_ref)
-        outcome = await backend.wait(job_ref, run.timeout_s)
+        self._launched[run.run_id] = run
+        try:
+            outcome = await backend.wait(job_ref, run.timeout_s)
+        finally:
+            self._launched.pop(run.run_id, None)
         if isinstance(outcome, JobLost) and outcome.retryable:
             await self._retry_or_fail(run, outcome)
             return

@@ -129,3 +129,17 @@ async def publish(broker: NatsBroker, event: Event) -> None:
             if attempt == PUBLISH_ATTEMPTS:
                 raise PublishFailed(f"{event.subject} was not acknowledged: {exc!r}") from exc
             await asyncio.sleep(0.1 * attempt)
+
+
+async def publish_all(nats_url: str, events) -> None:
+    """Publish events from outside a service (the CLI, tests, benchmarks), each acknowledged by the stream."""
+    import nats
+
+    client = await nats.connect(nats_url)
+    try:
+        js = client.jetstream()
+        for event in events:
+            await js.publish(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
+                             stream=EVENTS.name, timeout=PUBLISH_ACK_TIMEOUT_S)
+    finally:
+        await client.close()

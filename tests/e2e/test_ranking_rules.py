@@ -10,8 +10,9 @@ from problems import PROBLEMS_ROOT
 from runner.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 from services.cli.bundled import parse_deadline
+from services.kit.bus import publish_all
 from tests.support.events import archived
-from tests.support.platform import Platform, publish_events
+from tests.support.platform import Platform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -23,7 +24,7 @@ def null_platform(nats_url, database_url, tmp_path):
     problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
     board = LeaderboardCreated(name="ties", task=problem.task, task_hash=problem.task_hash, gpus=["null"],
                                deadline=parse_deadline("2100-01-01"), secret_seed=7)
-    asyncio.run(publish_events(nats_url, [board]))
+    asyncio.run(publish_all(nats_url, [board]))
     running.wait_for(lambda: running.http.get("/leaderboards").json(), "the board")
     yield running
     running.stop()

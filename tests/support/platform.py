@@ -15,26 +15,11 @@ import httpx
 
 from problems import PROBLEMS_ROOT
 from services.cli.bundled import leaderboards_from_competition
+from services.kit.bus import publish_all
 from services.kit.embedded import free_port
 
 ADMIN_TOKEN = "test-admin-token"
 SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
-
-
-async def publish_events(nats_url: str, events) -> None:
-    import nats
-
-    from schemas.streams import EVENTS
-    from services.kit.bus import MSG_ID_HEADER, encode
-
-    client = await nats.connect(nats_url)
-    try:
-        js = client.jetstream()
-        for event in events:
-            await js.publish(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
-                             stream=EVENTS.name)
-    finally:
-        await client.close()
 
 
 class Platform:
@@ -106,7 +91,7 @@ class Platform:
 
     def load_bundled_problems(self) -> None:
         events = leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", set())
-        asyncio.run(publish_events(self.nats_url, events))
+        asyncio.run(publish_all(self.nats_url, events))
         self.wait_for(lambda: len(self.http.get("/leaderboards").json()) >= len(events), "leaderboards")
 
     def register(self, user_id: str, user_name: str) -> str:
