@@ -68,3 +68,18 @@ def test_unknown_leaderboard_and_gpu_are_refused_with_their_reasons(null_platfor
     assert (anonymous.status_code, anonymous.json()["detail"]) == (
         400, "Missing X-Web-Auth-Id or X-Popcorn-Cli-Id header")
     assert null_platform.http.get("/user/submissions/1", headers={"X-Popcorn-Cli-Id": cli}).status_code == 404
+
+
+def test_a_submission_near_the_size_limit_travels_the_whole_pipeline(null_platform):
+    """A 1 MB file rides inside JSON events and run payloads: every hop must be sized for it."""
+    cli = null_platform.register("4200", "frank")
+    padding = "# " + "x" * 97 + "\n"
+    code = CODE + padding * ((999_000 - len(CODE)) // len(padding))
+    assert 990_000 < len(code.encode()) <= 1_000_000
+
+    response = null_platform.submit(cli, "ties", "null", "leaderboard", code)
+
+    assert response.status_code == 202, response.text
+    view = null_platform.wait_done(cli, response.json()["details"]["id"])
+    assert view["job"]["status"] == "succeeded"
+    assert view["code"] == code
