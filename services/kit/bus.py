@@ -15,17 +15,21 @@ from schemas.streams import ALL_STREAMS, EVENTS, StreamSpec
 MSG_ID_HEADER = "Nats-Msg-Id"
 
 
+def _stream_settings(spec: StreamSpec) -> dict:
+    """The settings of one of our streams, as both FastStream and nats-py name them."""
+    return {
+        "name": spec.name,
+        "subjects": list(spec.subjects),
+        "storage": StorageType.FILE,
+        "duplicate_window": spec.duplicate_window_s,
+        "max_msg_size": spec.max_msg_size,
+        "max_age": spec.max_age_s or None,
+    }
+
+
 def jstream(spec: StreamSpec = EVENTS) -> JStream:
-    """The FastStream view of one of our streams, declared with exactly the settings of `schemas.streams`."""
-    return JStream(
-        name=spec.name,
-        subjects=list(spec.subjects),
-        storage=StorageType.FILE,
-        duplicate_window=spec.duplicate_window_s,
-        max_msg_size=spec.max_msg_size,
-        max_age=spec.max_age_s or None,
-        declare=False,  # declare_streams() is the one place streams are created
-    )
+    """The FastStream view of one of our streams; declare_streams() is the one place streams are created."""
+    return JStream(**_stream_settings(spec), declare=False)
 
 
 def _patch_fetch_timeout() -> None:
@@ -74,14 +78,7 @@ async def declare_streams(broker: NatsBroker) -> None:
 
     js = broker.connection.jetstream()
     for spec in ALL_STREAMS:
-        config = StreamConfig(
-            name=spec.name,
-            subjects=list(spec.subjects),
-            storage=StorageType.FILE,
-            duplicate_window=spec.duplicate_window_s,
-            max_msg_size=spec.max_msg_size,
-            max_age=spec.max_age_s or None,
-        )
+        config = StreamConfig(**_stream_settings(spec))
         try:
             await js.stream_info(spec.name)
             await js.update_stream(config)
