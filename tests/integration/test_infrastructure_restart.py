@@ -1,0 +1,30 @@
+"""The platform rides out a restart of its NATS server: services reconnect, durable consumers resume."""
+
+from __future__ import annotations
+
+from problems import PROBLEMS_ROOT
+from tests.support.events import archived
+
+CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
+
+
+def test_a_nats_restart_loses_nothing(nats_server, database_url, tmp_path):
+    from tests.support.platform import Platform
+
+    platform = Platform(nats_server.url, database_url, tmp_path)
+    platform.start()
+    try:
+        platform.load_bundled_problems()
+        cli = platform.register("6001", "gina")
+        first = platform.submit(cli, "identity_py", "cpu", "test", CODE).json()["details"]["id"]
+
+        nats_server.restart()  # while the first submission is in flight
+
+        platform.wait_healthy()
+        second = platform.submit(cli, "identity_py", "cpu", "test", CODE)
+        assert second.status_code == 202, second.text
+        for submission_id in (first, second.json()["details"]["id"]):
+            assert platform.wait_done(cli, submission_id)["job"]["status"] == "succeeded"
+            assert len(archived(database_url, "SubmissionFinished", str(submission_id))) == 1
+    finally:
+        platform.stop()
