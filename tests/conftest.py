@@ -68,6 +68,9 @@ def _container_available(module: str) -> bool:
 # -------------------------------------------------------------------------------------------- postgres
 
 
+_embedded_postgres: list = []  # the session's own server, when it started one
+
+
 @pytest.fixture(scope="session")
 def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """URL of a Postgres server the tests may create and drop databases on."""
@@ -83,7 +86,17 @@ def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
             yield container.get_connection_url()
         return
     with start_postgres(tmp_path_factory.mktemp("postgres")) as server:
+        _embedded_postgres.append(server)
         yield server.url
+        _embedded_postgres.clear()
+
+
+@pytest.fixture
+def postgres_server(postgres_server_url: str):
+    """The session's embedded Postgres, for tests that restart it; skipped when the server is not ours."""
+    if not _embedded_postgres:
+        pytest.skip("an external Postgres is in use (KB_DATABASE_URL or Docker); it cannot be restarted by the test")
+    return _embedded_postgres[0]
 
 
 @pytest.fixture

@@ -12,14 +12,13 @@ import logging
 import time
 from collections.abc import Mapping
 
-import asyncpg
-
 from schemas.contracts import FullResult, RunPayload
 from schemas.events import RunCompleted, RunDispatched, RunFailed, RunProgress, RunStarted
 from services.dispatcher import repository
 from services.dispatcher.backends.base import Backend, JobLost, LaunchError
 from services.dispatcher.repository import ClaimedRun
 from services.kit.consumer import Kit
+from services.kit.listener import Listener
 
 log = logging.getLogger("kernelbot.dispatcher")
 
@@ -41,11 +40,10 @@ class Scheduler:
         self._active_by_gpu: dict[str, int] = dict.fromkeys(backends, 0)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
-        self._listener: asyncpg.Connection | None = None
+        self._listener = Listener(database_url, "kb_dispatch", lambda _gpu: self._wake.set(), self._wake.set)
 
     async def start(self) -> None:
-        self._listener = await asyncpg.connect(self.database_url)
-        await self._listener.add_listener("kb_dispatch", lambda *_: self._wake.set())
+        await self._listener.start()
         self._tasks = [asyncio.create_task(self._loop(), name="scheduler"),
                        asyncio.create_task(self._renew_leases(), name="lease-renewal")]
 
@@ -56,8 +54,7 @@ class Scheduler:
         for task in self.active.values():
             task.cancel()
         await asyncio.gather(*self._tasks, *self.active.values(), return_exceptions=True)
-        if self._listener is not None:
-            await self._listener.close()
+        await self._listener.stop()
 
     async def _loop(self) -> None:
         while True:
