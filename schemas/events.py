@@ -140,6 +140,22 @@ class SubmissionFinished(Event):
         return str(self.submission_id)
 
 
+
+class SubmissionDeleted(Event):
+    """A submission was withdrawn by its owner or an admin: it and its runs leave every view and ranking.
+
+    A job still pending or running is to be cancelled and any later result of it discarded (http-api.md §3.13).
+    """
+
+    subject = "evt.submission.deleted"
+    submission_id: int
+    user_id: str
+    by_admin: bool = False
+
+    def identity(self) -> str:
+        return str(self.submission_id)
+
+
 # --- runs -----------------------------------------------------------------------------------------------------
 
 
@@ -287,6 +303,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     SubmissionAccepted,
     SubmissionRejected,
     SubmissionFinished,
+    SubmissionDeleted,
     RunRequested,
     RunDispatched,
     RunStarted,

@@ -77,6 +77,8 @@ def normalise_file_name(raw: str | None) -> str:
     name = os.path.basename((raw or "").replace("\\", "/")) or "submission.py"
     if len(name) > MAX_FILE_NAME:
         _refuse(400, "File name is too long")
+    if any(ord(ch) < 32 for ch in name):
+        _refuse(400, "File name contains control characters")
     return name
 
 

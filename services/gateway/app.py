@@ -6,10 +6,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from services.gateway import errors
-from services.gateway.routes import admin, health, leaderboards, submissions
+from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
+from services.gateway import errors, openapi
+from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
+from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
 from services.gateway.waiter import ProjectionWaiter
-from schemas.events import CliUserRegistered, SubmissionReceived
 from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
 from services.kit.settings import GatewaySettings
@@ -18,7 +19,7 @@ from services.kit.settings import GatewaySettings
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     broker = make_broker(settings.nats_url, log_level=settings.log_level)
-    document_publishers(broker, "gateway", (SubmissionReceived, CliUserRegistered))
+    document_publishers(broker, "gateway", (SubmissionReceived, SubmissionDeleted, CliUserRegistered))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -35,10 +36,16 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await broker.stop()
             await app.state.pool.close()
 
-    app = FastAPI(title="KernelBot", version="0.1.0", lifespan=lifespan)
+    app = FastAPI(title="KernelBot", version="0.1.0", lifespan=lifespan,
+                  description="popcorn-cli compatible API of KernelBot (design/http-api.md).")
     app.state.settings = settings
     app.state.broker = broker
     errors.install(app)
-    for module in (health, leaderboards, submissions, admin):
+    # Fixed routes first: the streaming submit's three free segments come last (http-api.md §1.5).
+    for module in (health, leaderboards, submissions, user, admin, stream):
         app.include_router(module.router)
+    openapi.install(app)
+    # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
+    app.add_middleware(LimitRequestBody)
+    app.add_middleware(CollapseLeadingSlashes)
     return app

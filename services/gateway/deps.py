@@ -40,24 +40,54 @@ class User:
     via_cli: bool
 
 
-async def current_user(
-    pool: Pool,
-    x_popcorn_cli_id: Annotated[str | None, Header()] = None,
-    x_web_auth_id: Annotated[str | None, Header()] = None,
-) -> User:
-    """USER auth class (http-api.md §1.2): the web id decides when both are present; empty counts as absent."""
-    if x_web_auth_id:
-        row, via_cli = await repository.user_by_web(pool, x_web_auth_id), False
-    elif x_popcorn_cli_id:
-        row, via_cli = await repository.user_by_cli(pool, x_popcorn_cli_id), True
+async def _identify(pool: asyncpg.Pool, cli_id: str | None, web_id: str | None) -> User | None:
+    """The user behind the USER headers (http-api.md §1.2): the web id decides when both are present; empty counts
+    as absent. None when neither is given; 401 when the one that decides is unknown."""
+    if web_id:
+        row, via_cli = await repository.user_by_web(pool, web_id), False
+    elif cli_id:
+        row, via_cli = await repository.user_by_cli(pool, cli_id), True
     else:
-        raise HTTPException(400, "Missing X-Web-Auth-Id or X-Popcorn-Cli-Id header")
+        return None
     if row is None:
         raise HTTPException(401, "Invalid or unauthorized auth header")
     return User(str(row["user_id"]), row["user_name"], row["banned"], via_cli)
 
 
+async def current_user(
+    pool: Pool,
+    x_popcorn_cli_id: Annotated[str | None, Header()] = None,
+    x_web_auth_id: Annotated[str | None, Header()] = None,
+) -> User:
+    """USER auth class: a web or a CLI identity is required."""
+    user = await _identify(pool, x_popcorn_cli_id, x_web_auth_id)
+    if user is None:
+        raise HTTPException(400, "Missing X-Web-Auth-Id or X-Popcorn-Cli-Id header")
+    return user
+
+
+async def optional_user(
+    pool: Pool,
+    x_popcorn_cli_id: Annotated[str | None, Header()] = None,
+    x_web_auth_id: Annotated[str | None, Header()] = None,
+) -> User | None:
+    """OPT auth class: anonymous without headers, but a header that is present must be valid."""
+    return await _identify(pool, x_popcorn_cli_id, x_web_auth_id)
+
+
+async def cli_user(pool: Pool, x_popcorn_cli_id: Annotated[str | None, Header()] = None) -> User:
+    """CLI auth class: only X-Popcorn-Cli-Id counts (a web id alone is a missing header)."""
+    if not x_popcorn_cli_id:
+        raise HTTPException(400, "Missing X-Popcorn-Cli-Id header")
+    row = await repository.user_by_cli(pool, x_popcorn_cli_id)
+    if row is None:
+        raise HTTPException(401, "Invalid or unauthorized X-Popcorn-Cli-Id")
+    return User(str(row["user_id"]), row["user_name"], row["banned"], True)
+
+
 CurrentUser = Annotated[User, Depends(current_user)]
+OptionalUser = Annotated[User | None, Depends(optional_user)]
+CliUser = Annotated[User, Depends(cli_user)]
 
 
 async def require_admin(settings: Settings, authorization: Annotated[str | None, Header()] = None) -> None:

@@ -65,3 +65,12 @@ def ranking_entry(row, leaderboard_name: str, gpu: str) -> dict[str, Any]:
         "leaderboard_name": leaderboard_name, "user_id": str(row["user_id"]), "user_name": row["user_name"],
         "gpu_type": gpu,
     }
+
+
+def user_submission(row) -> dict[str, Any]:
+    """An element of GET /user/submissions (http-api.md §3.11): ranked results only in `runs`."""
+    return {
+        "id": row["id"], "leaderboard_name": row["leaderboard_name"] or "", "file_name": row["file_name"],
+        "submission_time": timestamp(row["submitted_at"]), "done": bool(row["done"]),
+        "runs": [{"gpu_type": run["gpu_type"], "score": run["score"]} for run in row["runs"]],
+    }

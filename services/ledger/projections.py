@@ -27,6 +27,7 @@ from schemas.events import (
     RunStarted,
     ScoreComputed,
     SubmissionAccepted,
+    SubmissionDeleted,
     SubmissionFinished,
     SubmissionReceived,
     SubmissionRejected,
@@ -37,9 +38,9 @@ TERMINAL_JOB_STATUSES = frozenset({"succeeded", "failed", "timed_out", "hacked"}
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
     "archive", "leaderboard_create", "leaderboard_update", "leaderboard_delete", "user_upsert",
-    "submission_insert", "notify_submission", "job_set", "submission_status", "run_request_insert",
-    "run_request_status", "job_running", "job_heartbeat", "stage_insert", "score_insert", "run_score",
-    "rank_change",
+    "submission_insert", "submission_delete", "notify_submission", "job_set", "submission_status",
+    "run_request_insert", "run_request_status", "run_request_outcome", "job_running", "job_heartbeat",
+    "stage_insert", "score_insert", "run_score", "rank_change",
 )
 BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
 
@@ -101,6 +102,9 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case SubmissionFinished():
             plan.add("job_set", event.submission_id, event.status, event.error)
             plan.add("submission_status", event.submission_id, event.status, True)
+        case SubmissionDeleted():
+            plan.add("submission_delete", event.submission_id)
+            plan.add("notify_submission", str(event.submission_id))  # the deleting gateway answers once it shows
         case RunRequested():
             plan.add("run_request_insert", event.run_id, event.submission_id, event.gpu, event.mode, event.secret,
                      event.occurred_at)
@@ -116,6 +120,8 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
             for row in _stage_rows(seq, event):
                 plan.add("stage_insert", *row)
             plan.add("run_request_status", event.run_id, "completed", None, None, None, event.occurred_at)
+            plan.add("run_request_outcome", event.run_id, event.result.success, event.result.error,
+                     event.result.system.model_dump(mode="json"))
         case RunFailed():
             plan.add("run_request_status", event.run_id, "failed", None, None, f"{event.reason}: {event.detail}",
                      event.occurred_at)

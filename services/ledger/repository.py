@@ -32,6 +32,8 @@ STATEMENTS = {
         VALUES ($1, COALESCE((SELECT id FROM leaderboards WHERE lower(name) = lower($2)), 0), $3, $4, $5, $6, $7,
                 $8, $9)
         ON CONFLICT (id) DO NOTHING""",
+    # hidden from every view and ranking; the row stays, so a replay or an admin can still see what was deleted
+    "submission_delete": "UPDATE submissions SET deleted = true WHERE id = $1",
     # wakes a gateway waiting to answer 202 only once the submission is readable (http-api.md §3.9)
     "notify_submission": "SELECT pg_notify('kb_submission', $1)",
     # done and the terminal status change in one transaction, so a poller never sees one without the other
@@ -50,6 +52,8 @@ STATEMENTS = {
                started_at = CASE WHEN $2 = 'running' THEN $6 ELSE started_at END,
                finished_at = CASE WHEN $2 IN ('completed', 'failed') THEN $6 ELSE finished_at END
         WHERE run_id = $1 AND run_rank(status) < run_rank($2)""",
+    "run_request_outcome": """
+        UPDATE run_requests SET success = $2, result_error = $3, system = $4 WHERE run_id = $1""",
     "job_running": """
         UPDATE jobs SET status = 'running', last_heartbeat = $2, updated_at = now()
         WHERE submission_id = $1 AND job_rank(status) <= job_rank('running')""",

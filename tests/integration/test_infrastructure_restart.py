@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived
 
@@ -46,6 +48,7 @@ def _submit_until_accepted(platform, cli: str, timeout: float = 30) -> int:
         time.sleep(0.2)
 
 
+@pytest.mark.slow  # flaky: see the note on the spine issue; run with -m slow while it is being fixed
 def test_a_postgres_restart_loses_nothing(postgres_server, nats_url, database_url, tmp_path):
     from tests.support.platform import Platform
 

@@ -123,6 +123,7 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
     ),
     events.SubmissionRejected: dict(submission_id=7, reason="nope", status_code=404),
     events.SubmissionFinished: dict(submission_id=7, status="failed", error="test failed on H100: x"),
+    events.SubmissionDeleted: dict(submission_id=7, user_id="u1"),
     events.RunRequested: dict(
         run_id="7.H100.test", submission_id=7, leaderboard="grayscale", gpu="H100", mode="test", timeout_s=360
     ),
@@ -155,6 +156,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.SubmissionAccepted: ("submission_id", 8),
     events.SubmissionRejected: ("submission_id", 8),
     events.SubmissionFinished: ("submission_id", 8),
+    events.SubmissionDeleted: ("submission_id", 8),
     events.RunRequested: ("run_id", "7.H100.benchmark"),
     events.RunDispatched: ("attempt", 3),
     events.RunStarted: ("attempt", 3),

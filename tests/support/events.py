@@ -50,6 +50,8 @@ def dead_letters(nats_url: str) -> list[tuple[str, dict, bytes]]:
             except Exception:  # noqa: BLE001 - not declared means empty
                 return []
             found = []
+            if info.state.messages == 0:
+                return found
             for seq in range(info.state.first_seq, info.state.last_seq + 1):
                 msg = await js.get_msg(DEAD_LETTERS.name, seq)
                 found.append((msg.subject, dict(msg.headers or {}), msg.data))

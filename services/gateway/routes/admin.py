@@ -26,6 +26,8 @@ class NewUser(BaseModel):
 async def register_user(body: NewUser, pool: Pool, broker: Broker) -> dict:
     if not body.user_id or not body.user_name:
         raise HTTPException(400, "user_id and user_name are required")
+    if any("\x00" in (value or "") for value in (body.user_id, body.user_name, body.cli_id, body.web_auth_id)):
+        raise HTTPException(400, "Invalid request: a field contains a NUL character")
     cli_id = body.cli_id or secrets.token_urlsafe(24)
     owner = await repository.cli_owner(pool, cli_id)
     if owner is not None and owner != body.user_id:

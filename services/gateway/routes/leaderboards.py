@@ -1,11 +1,11 @@
-"""Public reads: leaderboards, rankings, queues (http-api.md §3.4, §3.6, §3.7)."""
+"""Public reads: leaderboards, their GPUs, rankings, counts and queues (http-api.md §3.4-§3.8)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException
 
-from services.gateway import repository, views
-from services.gateway.deps import Pool
+from services.gateway import boards, repository, views
+from services.gateway.deps import OptionalUser, Pool
 
 router = APIRouter()
 
@@ -16,23 +16,32 @@ async def list_leaderboards(pool: Pool) -> list[dict]:
     return [views.leaderboard(row, accessible=row["visibility"] == "public") for row in rows]
 
 
+@router.get("/gpus/{leaderboard}")
+async def list_gpus(leaderboard: str, pool: Pool, user: OptionalUser) -> list[str]:
+    board = await boards.readable(pool, leaderboard, user)
+    return sorted(board["gpus"])
+
+
 @router.get("/submissions/{leaderboard}/{gpu}")
-async def ranking(leaderboard: str, gpu: str, pool: Pool, limit: int | None = None, offset: int = 0) -> list[dict]:
+async def ranking(leaderboard: str, gpu: str, pool: Pool, user: OptionalUser, limit: int | None = None,
+                  offset: int = 0) -> list[dict]:
     if limit is not None and not 1 <= limit <= 1000:
         raise HTTPException(400, "limit must be between 1 and 1000")
     if offset < 0:
         raise HTTPException(400, "offset must be >= 0")
-    board = await repository.leaderboard(pool, leaderboard)
-    if board is None:
-        raise HTTPException(404, f"Leaderboard `{leaderboard}` does not exist.")
-    if board["visibility"] != "public":
-        raise HTTPException(401, "Authentication required for closed leaderboard")
-    if gpu not in board["gpus"]:
-        supported = ", ".join(sorted(board["gpus"]))
-        raise HTTPException(400, f"GPU type '{gpu}' is not supported for leaderboard '{board['name']}'. "
-                                 f"Supported GPUs: {supported}")
+    board = await boards.readable(pool, leaderboard, user)
+    boards.ranked_gpu(board, gpu)
     rows = await repository.ranking(pool, board["id"], gpu, limit, offset)
     return [views.ranking_entry(row, board["name"], gpu) for row in rows]
+
+
+@router.get("/submission_count/{leaderboard}/{gpu}")
+async def submission_count(leaderboard: str, gpu: str, pool: Pool, user: OptionalUser,
+                           user_id: str | None = None) -> dict:
+    """Distinct ranked users; with `user_id`, that user's eligible runs."""
+    board = await boards.readable(pool, leaderboard, user)
+    boards.ranked_gpu(board, gpu)
+    return {"count": await repository.submission_count(pool, board["id"], gpu, user_id)}
 
 
 @router.get("/runner_queue/{gpu}")

@@ -1,0 +1,50 @@
+"""Who may see and submit to a leaderboard (http-api.md §3.5, §6 steps 4-6), in one place for every route."""
+
+from __future__ import annotations
+
+import asyncpg
+from fastapi import HTTPException
+
+from services.dispatcher import policy
+from services.gateway import repository
+from services.gateway.deps import User
+
+
+def view(row) -> policy.LeaderboardView:
+    """What the shared admission rules need to know of a leaderboard row."""
+    return policy.LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"],
+                                  lang=row["task"].get("lang", "py"))
+
+
+async def existing(pool: asyncpg.Pool, name: str):
+    """The leaderboard, matched case-insensitively; 404 when there is none."""
+    row = await repository.leaderboard(pool, name)
+    policy.check_leaderboard(name, view(row) if row else None)
+    return row
+
+
+async def readable(pool: asyncpg.Pool, name: str, user: User | None):
+    """OPT routes: a closed leaderboard needs an identified user holding an invite to it."""
+    row = await existing(pool, name)
+    if row["visibility"] != "public":
+        if user is None:
+            raise HTTPException(401, "Authentication required for closed leaderboard")
+        if not await repository.has_invite(pool, user.user_id, row["id"]):
+            raise HTTPException(403, "You do not have access to this leaderboard")
+    return row
+
+
+async def check_submit_access(pool: asyncpg.Pool, row, user: User) -> None:
+    """§6 step 5: a closed leaderboard accepts only CLI identities that hold an invite to it."""
+    if row["visibility"] == "public":
+        return
+    if not user.via_cli:
+        raise HTTPException(403, "Closed leaderboards only accept submissions via CLI")
+    if not await repository.has_invite(pool, user.user_id, row["id"]):
+        raise HTTPException(403, "You do not have access to this leaderboard")
+
+
+def ranked_gpu(row, gpu: str) -> str:
+    """The exact GPU name of a ranking, or the 400 that lists the supported ones."""
+    policy.check_gpu(view(row), gpu)
+    return gpu

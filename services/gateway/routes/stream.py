@@ -1,0 +1,62 @@
+"""Streaming submit `POST /{lb}/{gpu}/{mode}` (http-api.md §3.10, §4): every check before the stream, then SSE.
+
+Registered after every fixed route, and its first segment never matches a reserved name (§1.5), so
+`POST /admin/submissions/x` is a 404/405 and never a submission to a leaderboard called `admin`.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, UploadFile
+from fastapi.responses import StreamingResponse
+from starlette.convertors import Convertor, register_url_convertor
+
+from services.gateway import intake, repository, results, sse
+from services.gateway.deps import CliUser
+
+RESERVED = ("admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "leaderboards",
+            "runner_queue", "health", "docs", "openapi.json")
+
+
+class LeaderboardSegment(Convertor[str]):
+    """A path segment that is not a reserved first segment, compared case-insensitively."""
+
+    regex = "(?!(?i:" + "|".join(name.replace(".", r"\.") for name in RESERVED) + ")/)[^/]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("leaderboard", LeaderboardSegment())
+router = APIRouter()
+
+STREAM_DOC = {
+    200: {
+        "description": "The stream: `status` events, then exactly one `result` or `error` event.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+}
+
+
+@router.post("/{leaderboard:leaderboard}/{gpu}/{mode}", response_class=StreamingResponse, responses=STREAM_DOC)
+async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
+                        user: CliUser) -> StreamingResponse:
+    accepted = await intake.accept(request, user, leaderboard, gpu, mode, file)
+    pool, submission_id = request.app.state.pool, accepted.submission_id
+
+    async def read_state() -> sse.JobState | None:
+        row = await repository.submission_state(pool, submission_id)
+        if row is None:
+            return None
+        return sse.JobState(deleted=row["deleted"], done=row["done"], rejected=row["status"] == "rejected",
+                            job_status=row["job_status"], job_error=row["job_error"])
+
+    async def read_outcomes() -> list[results.RunOutcome]:
+        requests = await repository.run_requests(pool, submission_id)
+        stages = await repository.submission_runs(pool, submission_id)
+        return results.outcomes(requests, stages, [accepted.gpu])
+
+    frames = sse.follow(submission_id, accepted.gpu, read_state, read_outcomes)
+    return StreamingResponse(frames, media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)

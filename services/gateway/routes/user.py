@@ -1,0 +1,60 @@
+"""A user's own submissions: list, show, delete (http-api.md §3.11-§3.13)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, HTTPException, Request
+
+from schemas.events import SubmissionDeleted
+from services.gateway import repository, views
+from services.gateway.deps import Broker, CurrentUser, Pool, Settings
+
+router = APIRouter(prefix="/user")
+
+
+@router.get("/submissions")
+async def list_submissions(user: CurrentUser, pool: Pool, leaderboard: str | None = None, limit: int = 50,
+                           offset: int = 0) -> list[dict]:
+    """Newest first; `runs` holds only ranked results. An unknown leaderboard lists nothing."""
+    if not 1 <= limit <= 100:
+        raise HTTPException(400, "limit must be between 1 and 100")
+    if offset < 0:
+        raise HTTPException(400, "offset must be >= 0")
+    leaderboard_id = None
+    if leaderboard:
+        board = await repository.leaderboard(pool, leaderboard)
+        if board is None:
+            return []
+        leaderboard_id = board["id"]
+    rows = await repository.user_submissions(pool, user.user_id, leaderboard_id, limit, offset)
+    return [views.user_submission(row) for row in rows]
+
+
+async def _owned(pool, submission_id: int, user_id: str, verb: str):
+    row = await repository.submission(pool, submission_id)
+    if row is None:
+        raise HTTPException(404, "Submission not found")
+    if str(row["user_id"]) != user_id:
+        raise HTTPException(403, f"Not authorized to {verb} this submission")
+    return row
+
+
+@router.get("/submissions/{submission_id}")
+async def show_submission(submission_id: int, user: CurrentUser, pool: Pool) -> dict:
+    row = await _owned(pool, submission_id, user.user_id, "view")
+    runs = await repository.submission_runs(pool, submission_id)
+    gpu = row["gpus"][0] if row["gpus"] else ""
+    return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu)))
+
+
+@router.delete("/submissions/{submission_id}")
+async def delete_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool, broker: Broker,
+                            settings: Settings) -> dict:
+    """Hides the submission and its runs everywhere once the ledger has recorded the deletion.
+
+    Cancelling a job that is still pending or running is the dispatcher's part of the same event.
+    """
+    await _owned(pool, submission_id, user.user_id, "delete")
+    deleted = SubmissionDeleted(submission_id=submission_id, user_id=user.user_id,
+                                correlation_id=str(submission_id))
+    await request.app.state.waiter.publish_and_wait(broker, deleted, submission_id, settings.projection_wait_s)
+    return {"status": "ok", "submission_id": submission_id}
