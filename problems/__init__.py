@@ -1,8 +1,10 @@
-"""The bundled example problem set, in the reference-kernels layout (harness.md §1.1).
+"""The bundled example problem sets, in the reference-kernels layout (harness.md §1.1).
 
 `problems/*.yaml` are competition files (the file stem is the problem-set name); each problem directory holds a
 `task.yml` plus the files it names. These files ship as package data so that `kernelbot up` can load the examples
-from an installed wheel.
+from an installed wheel. `examples.yaml` lists the CPU-runnable Python problems (`examples/`, shared harness
+`examples/eval.py`) that `kernelbot up` loads; `cuda_examples.yaml` lists the CUDA problem (`cuda_examples/`, shared
+harness `cuda_examples/eval.cu`), which needs an NVIDIA GPU and is therefore not loaded onto the cpu backend.
 """
 
 from __future__ import annotations

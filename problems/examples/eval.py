@@ -4,16 +4,17 @@ Speaks the POPCORN_FD protocol of harness.md §4: `key: value` lines on the resu
 at the end, exit 0 (all passed), 112 (a case failed), 111 (no usable POPCORN_FD), 113 (bad case file or seed),
 2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines.
 
-What it does right (harness.md §5.3): the secret seed is removed from the environment (and, by one re-exec, from
-/proc/self/environ) before the submission is imported, and is mixed into every case seed with a keyed one-way
-function; the kernel always gets a
-clone of a freshly generated input and is checked against the pristine original; every timed call gets a fresh
-input and its output is checked right after the sample; adaptive stopping with median + 95% CI.
+What it does right (harness.md §5.3): the secret seed leaves the environment (and, by one re-exec,
+/proc/self/environ) before the submission is imported and is mixed into every case seed with a keyed one-way
+function; the kernel gets a clone of a fresh input and is checked against the pristine original; every timed call
+gets a fresh input (benchmark and leaderboard stages use disjoint seed streams, so no stage can replay another) and
+is checked right after its sample; timing functions are bound before the import and re-verified after every call
+(a replaced `time.*` function fails the case); adaptive stopping with median + 95% CI.
 
 Known limitations, to be lifted by the supervisor/worker split (a later issue): the submission runs in this
 process, so it shares the timer, the checker and the result fd with the harness (the runner's tamper and
-consistency rules are the best-effort defence meanwhile); this CPU harness does not flush the last-level cache
-and records no telemetry, so its timings are development-only (harness.md §5.6).
+consistency rules are the best-effort defence meanwhile); this CPU harness does not flush the last-level cache,
+runs torch on one thread and records no telemetry, so its timings are development-only (harness.md §5.6).
 """
 
 from __future__ import annotations
@@ -27,9 +28,13 @@ import re
 import sys
 import time
 
-HARNESS_VERSION = "kernelbot-examples 0.1.0"
+HARNESS_VERSION = "kernelbot-examples 0.2.0"
 TIMER = "cpu-perf-counter"
-_perf_counter_ns = time.perf_counter_ns  # bound before any user code is imported
+# Bound before any user code is imported, and re-verified after every call (timers_intact).
+_TIME_FUNCTIONS = {name: getattr(time, name) for name in (
+    "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time",
+    "process_time_ns", "thread_time", "thread_time_ns")}
+_perf_counter_ns, _monotonic = _TIME_FUNCTIONS["perf_counter_ns"], _TIME_FUNCTIONS["monotonic"]
 
 EXIT_FAILED, EXIT_NO_FD, EXIT_BAD_INPUT, EXIT_USAGE = 112, 111, 113, 2
 STAGES = ("test", "benchmark", "leaderboard")
@@ -37,7 +42,10 @@ STAGES = ("test", "benchmark", "leaderboard")
 LIMITS = {"benchmark": (200, 1_000_000_000, 10.0), "leaderboard": (1000, 2_000_000_000, 20.0)}
 MIN_SAMPLES = 10
 WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
-WARM_UP_ITERATION_BASE = 1 << 40  # warm-up inputs come from seeds no timed call uses
+# Warm-up and benchmark-stage inputs start far from the leaderboard stage's iterations 1, 2, ... but public seeds
+# (seed + 13 * iteration) stay below 2**32: torch seeds its CPU generator with a seed's low 32 bits only.
+WARM_UP_ITERATION_BASE = 1 << 24
+BENCHMARK_ITERATION_BASE = 1 << 20
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
 PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[-+0-9,\s]*\]|[+-]?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\s*\Z")
 
@@ -49,6 +57,18 @@ def mix_seed(secret: int | None, seed: int, iteration: int) -> int:
         return seed + 13 * iteration
     digest = hmac.new(str(secret).encode(), f"{seed}:{iteration}".encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def timed_iteration(stage: str, sample: int) -> int:
+    """The input iteration of timed call `sample` (1-based) of a stage; leaderboard keeps upstream's numbering."""
+    return BENCHMARK_ITERATION_BASE + sample if stage == "benchmark" else sample
+
+
+def timers_intact() -> str:
+    """Empty when every timing function is still the one bound at start-up, else the tampering error."""
+    replaced = [name for name, bound in _TIME_FUNCTIONS.items() if getattr(time, name, None) is not bound]
+    replaced += ["the time module"] if sys.modules.get("time") is not time else []
+    return f"timer tampering detected: {', '.join(replaced)} replaced" if replaced else ""
 
 
 def parse_case_line(line: str) -> dict:
@@ -75,12 +95,9 @@ def summarize(samples: list[int]) -> dict:
     std = math.sqrt(sum((x - mean) ** 2 for x in samples) / (n - 1)) if n > 1 else 0.0
     half = n // 2
     median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
-    if n < 6:
-        ci_low, ci_high = ordered[0], ordered[-1]
-    else:
-        j = max(1, math.floor(n / 2 - 0.98 * math.sqrt(n)))
-        k = min(n, math.ceil(1 + n / 2 + 0.98 * math.sqrt(n)))
-        ci_low, ci_high = ordered[j - 1], ordered[k - 1]
+    j = 1 if n < 6 else max(1, math.floor(n / 2 - 0.98 * math.sqrt(n)))  # 95% CI of the median: [min, max] if n < 6
+    k = n if n < 6 else min(n, math.ceil(1 + n / 2 + 0.98 * math.sqrt(n)))
+    ci_low, ci_high = ordered[j - 1], ordered[k - 1]
     return {"runs": n, "mean": mean, "std": std, "err": std / math.sqrt(n), "best": ordered[0],
             "worst": ordered[-1], "median": median, "ci_low": ci_low, "ci_high": ci_high}
 
@@ -110,23 +127,25 @@ class Harness:
         import reference
 
         self.torch = torch
-        self.reference = reference
+        # Bound now: replacing the module attributes later does not reach the harness.
+        self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
         self.secret = secret
         self.out = channel
         self.data_fd = data_fd
         torch.manual_seed(secret if secret is not None else 42)
+        # One intra-op thread: the public and secret runs of a submission execute side by side, and spinning
+        # OpenMP pools oversubscribing the cores made CPU timings 10-30x slower and far noisier.
+        torch.set_num_threads(1)
         from submission import custom_kernel  # only now: the seed is gone from the environment
 
         self.kernel = custom_kernel
 
     def clone(self, value):
-        if isinstance(value, self.torch.Tensor):
-            return value.clone()
         if isinstance(value, (list, tuple)):
             return type(value)(self.clone(item) for item in value)
         if isinstance(value, dict):
             return {key: self.clone(item) for key, item in value.items()}
-        return value
+        return value.clone() if isinstance(value, self.torch.Tensor) else value
 
     def storages(self, value) -> set[int]:
         if isinstance(value, self.torch.Tensor):
@@ -138,12 +157,12 @@ class Harness:
     def generate(self, case: dict, iteration: int):
         if "seed" in case:
             case = {**case, "seed": mix_seed(self.secret, case["seed"], iteration)}
-        return self.reference.generate_input(**case)
+        return self.generate_input(**case)
 
     def verify(self, pristine, given, output) -> tuple[bool, str]:
         if self.storages(output) & self.storages(given):
             return False, "output shares storage with an input"
-        verdict = self.reference.check_implementation(pristine, output)
+        verdict = self.check_implementation(pristine, output)
         if isinstance(verdict, (tuple, bool)):
             return (bool(verdict[0]), str(verdict[1])) if isinstance(verdict, tuple) else (verdict, "")
         return not verdict, str(verdict)  # legacy: a message string, empty means pass
@@ -156,7 +175,8 @@ class Harness:
             start = _perf_counter_ns()
             output = self.kernel(given)
             elapsed = _perf_counter_ns() - start
-            ok, message = self.verify(pristine, given, output)
+            tampering = timers_intact()
+            ok, message = (False, tampering) if tampering else self.verify(pristine, given, output)
         except Exception as exc:  # the kernel's failure is this case's failure, not a harness crash
             return False, f"{type(exc).__name__}: {exc}", 0
         return ok, message, elapsed
@@ -168,10 +188,8 @@ class Harness:
             self.out.write(f"test.{i}.spec", spec)
             ok, message, _ = self.call(case, 0)
             self.out.write(f"test.{i}.status", "pass" if ok else "fail")
-            if not ok:
-                self.out.write(f"test.{i}.error", message or "check failed")
-            elif message:
-                self.out.write(f"test.{i}.message", message)
+            if not ok or message:
+                self.out.write(f"test.{i}.{'message' if ok else 'error'}", message or "check failed")
             all_passed &= ok
         return all_passed
 
@@ -187,7 +205,7 @@ class Harness:
                 self.out.write(f"benchmark.{i}.status", "fail")
                 self.out.write(f"benchmark.{i}.error", error)
                 all_passed = False
-                if stage == "leaderboard":
+                if stage == "leaderboard":  # upstream stops the ranked stage at the first failing case
                     break
                 continue
             for key, value in summarize(samples).items():
@@ -209,15 +227,16 @@ class Harness:
         if not ok:
             return [], message or "check failed"
         samples: list[int] = []
-        started = time.monotonic()
+        started = _monotonic()
         total = total_squares = 0
-        for iteration in range(1, max_samples + 1):
-            ok, message, elapsed = self.call(case, iteration)  # a fresh input every call, checked right after
+        for sample in range(1, max_samples + 1):
+            # A fresh input every call, checked right after.
+            ok, message, elapsed = self.call(case, timed_iteration(stage, sample))
             if not ok:
-                return [], f"timed call {iteration}: {message or 'check failed'}"
+                return [], f"timed call {sample}: {message or 'check failed'}"
             samples.append(elapsed)
             total, total_squares = total + elapsed, total_squares + elapsed * elapsed
-            if len(samples) >= MIN_SAMPLES and (total > sample_budget or time.monotonic() - started > wall_limit
+            if len(samples) >= MIN_SAMPLES and (total > sample_budget or _monotonic() - started > wall_limit
                                                 or self.converged(samples, total, total_squares)):
                 break
         return samples, ""

@@ -6,14 +6,14 @@ import zlib
 
 import pytest
 
-from problems import bundled_problem_dirs
+from problems import PROBLEMS_ROOT
 from runner.payload import PayloadError, build_payload, decode_payload, encode_payload
 from runner.taskfile import load_problem
 from schemas.contracts import SUBMISSION_MARKER, CuConfig, Task
 
 
 def identity_task() -> Task:
-    return load_problem(bundled_problem_dirs()[0]).task
+    return load_problem(PROBLEMS_ROOT / "examples" / "identity_py").task
 
 
 def test_py_payload_carries_every_file_with_the_submission_inlined():

@@ -3,6 +3,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+import yaml
 
 from problems import PROBLEMS_ROOT, bundled_problem_dirs, competition_files
 from runner.taskfile import TaskFileError, compute_task_hash, load_problem, render_case_file, render_case_line
@@ -60,11 +61,12 @@ def test_task_hash_ignores_the_submission_and_order():
     loaded = [load_problem(directory) for directory in bundled_problem_dirs()]
     hashes = {problem.task_hash for problem in loaded}
     assert len(hashes) == len(loaded)  # distinct problems, distinct hashes
-    task = loaded[0].task
+    identity = next(problem for problem in loaded if problem.directory.name == "identity_py")
+    task = identity.task
     reordered = task.model_copy(update={"files": dict(reversed(list(task.files.items())))})
-    assert compute_task_hash(reordered) == loaded[0].task_hash
+    assert compute_task_hash(reordered) == identity.task_hash
     changed = task.model_copy(update={"files": {**task.files, "eval.py": task.files["eval.py"] + "#"}})
-    assert compute_task_hash(changed) != loaded[0].task_hash
+    assert compute_task_hash(changed) != identity.task_hash
 
 
 BAD_TASKS = [
@@ -145,13 +147,29 @@ def test_case_lines_use_str_formatting_in_task_order():
     assert render_case_file([]) == ""
 
 
+PY_EXAMPLES = ["grayscale_py", "identity_py", "matmul_py", "prefixsum_py", "softmax_py", "vectoradd_py"]
+
+
 def test_bundled_problem_set_layout():
-    assert [path.name for path in competition_files()] == ["examples.yaml"]
-    assert [path.name for path in bundled_problem_dirs()] == ["identity_py", "vectoradd_py"]
+    assert [path.name for path in competition_files()] == ["cuda_examples.yaml", "examples.yaml"]
+    assert sorted(path.name for path in bundled_problem_dirs()) == sorted([*PY_EXAMPLES, "vectoradd_cu"])
     for directory in bundled_problem_dirs():
         assert directory.is_relative_to(PROBLEMS_ROOT)
         loaded = load_problem(directory)
-        assert loaded.gpus == ["cpu"] and "Python" in loaded.templates
+        suffix = ".py" if loaded.task.lang == "py" else ".cu"
+        assert loaded.gpus == (["cpu"] if suffix == ".py" else ["H100"])
+        assert ("Python" if suffix == ".py" else "CUDA") in loaded.templates
         assert 3 <= len(loaded.task.tests) <= 5 and 2 <= len(loaded.task.benchmarks) <= 3
-        assert list((directory / "solutions" / "correct").glob("*.py"))
-        assert list((directory / "solutions" / "wrong").glob("*.py"))
+        for kind in ("correct", "wrong"):
+            assert 1 <= len(list((directory / "solutions" / kind).glob(f"*{suffix}"))) <= 2, (directory, kind)
+        template = (directory / ("template" + suffix)).read_text()
+        assert "custom_kernel" in template
+
+
+def test_examples_yaml_lists_every_python_example_for_the_cpu_board():
+    spec = yaml.safe_load((PROBLEMS_ROOT / "examples.yaml").read_text())
+    entries = {entry["name"]: entry for entry in spec["problems"]}
+    assert sorted(entries) == PY_EXAMPLES
+    for name, entry in entries.items():
+        assert entry == {"directory": f"examples/{name}", "name": name, "deadline": "2100-12-31", "gpus": ["cpu"]}
+        assert load_problem(PROBLEMS_ROOT / entry["directory"]).task.lang == "py"
