@@ -28,13 +28,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from problems import PROBLEMS_ROOT  # noqa: E402
-from runner.taskfile import load_problem  # noqa: E402
-from schemas.events import LeaderboardCreated  # noqa: E402
-from services.cli.bundled import parse_deadline  # noqa: E402
-from services.kit.bus import publish_all  # noqa: E402
 from services.kit.db import apply_migrations  # noqa: E402
 from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
-from tests.support.platform import ADMIN_TOKEN, Platform  # noqa: E402
+from tests.support.platform import ADMIN_TOKEN, Platform, identity_board  # noqa: E402
 
 BOARD = "bench"
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
@@ -149,13 +145,7 @@ def run(args: argparse.Namespace) -> None:
     platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": 1}, null_gpus=("null",))
     try:
         platform.start()
-        problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
-        board = LeaderboardCreated(name=BOARD, description="null harness", task=problem.task,
-                                   task_hash=problem.task_hash, gpus=["null"], deadline=parse_deadline("2100-01-01"),
-                                   secret_seed=12345)
-        asyncio.run(publish_all(nats_url, [board]))
-        platform.wait_for(lambda: any(b["name"] == BOARD for b in platform.http.get("/leaderboards").json()),
-                          "the bench leaderboard")
+        platform.add_boards(identity_board(BOARD, ["null"]))
         cli_ids = [platform.register(f"bench-{i}", f"bench{i}") for i in range(args.users)]
         print(f"stack up; admin token {ADMIN_TOKEN!r}; logs in {workdir}")
 

@@ -7,8 +7,6 @@ So a fresh clone with no Docker and no servers still runs the whole suite.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import functools
 import importlib.util
 import os
@@ -27,6 +25,8 @@ from services.kit.embedded import (
     start_nats,
     start_postgres,
 )
+from services.kit.embedded.common import _run_sync
+from tests.support.events import delete_all_streams
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -114,23 +114,6 @@ def database_url(postgres_server_url: str) -> Iterator[str]:
 # ------------------------------------------------------------------------------------------------ NATS
 
 
-def _run_sync(coroutine_factory):
-    # A private thread and loop: works whether or not the test's event loop is running in this thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(lambda: asyncio.run(coroutine_factory())).result()
-
-
-async def _delete_all_streams(url: str) -> None:
-    import nats
-
-    nc = await nats.connect(url, connect_timeout=5, allow_reconnect=False, max_reconnect_attempts=0)
-    try:
-        js = nc.jetstream()
-        # KV buckets and object stores are streams too (KV_*, OBJ_*), so this clears them as well.
-        for info in await js.streams_info():
-            await js.delete_stream(info.config.name)
-    finally:
-        await nc.close()
 
 
 @pytest.fixture(scope="session")
@@ -175,5 +158,5 @@ def nats_url(request: pytest.FixtureRequest, _external_nats_url: str | None) -> 
     """URL of a NATS with JetStream and no streams left over from other tests."""
     if _external_nats_url is None:
         return request.getfixturevalue("nats_server").url
-    _run_sync(lambda: _delete_all_streams(_external_nats_url))
+    _run_sync(lambda: delete_all_streams(_external_nats_url))
     return _external_nats_url

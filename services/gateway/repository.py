@@ -6,7 +6,6 @@ import asyncpg
 
 USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id = $1"
 USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id = $1"
-USER_BY_ID = "SELECT user_id, user_name, cli_id FROM users WHERE user_id = $1"
 CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
 LEADERBOARDS = "SELECT * FROM leaderboards ORDER BY id"
@@ -80,10 +79,6 @@ async def user_by_cli(pool: asyncpg.Pool, cli_id: str):
 
 async def user_by_web(pool: asyncpg.Pool, web_id: str):
     return await pool.fetchrow(USER_BY_WEB, web_id)
-
-
-async def user_by_id(pool: asyncpg.Pool, user_id: str):
-    return await pool.fetchrow(USER_BY_ID, user_id)
 
 
 async def cli_owner(pool: asyncpg.Pool, cli_id: str) -> str | None:

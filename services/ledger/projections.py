@@ -33,8 +33,6 @@ from schemas.events import (
     SubmissionRejected,
 )
 
-TERMINAL_JOB_STATUSES = frozenset({"succeeded", "failed", "timed_out", "hacked"})
-
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
     "archive", "leaderboard_create", "leaderboard_update", "leaderboard_delete", "user_upsert",

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.taskfile import load_problem
-from schemas.events import LeaderboardCreated
-from services.cli.bundled import parse_deadline
-from services.kit.bus import publish_all
 from tests.support.events import archived
-from tests.support.platform import Platform
+from tests.support.platform import Platform, identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -21,11 +15,7 @@ CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text(
 def null_platform(nats_url, database_url, tmp_path):
     running = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
     running.start()
-    problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
-    board = LeaderboardCreated(name="ties", task=problem.task, task_hash=problem.task_hash, gpus=["null"],
-                               deadline=parse_deadline("2100-01-01"), secret_seed=7)
-    asyncio.run(publish_all(nats_url, [board]))
-    running.wait_for(lambda: running.http.get("/leaderboards").json(), "the board")
+    running.add_boards(identity_board("ties", ["null"]))
     yield running
     running.stop()
 

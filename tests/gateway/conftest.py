@@ -18,33 +18,18 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.taskfile import load_problem
-from schemas.events import LeaderboardCreated
-from services.cli.bundled import parse_deadline
-from services.kit.bus import publish_all
 from services.kit.embedded import create_database, drop_database, start_nats
-from tests.support.platform import Platform
+from tests.support.events import delete_all_streams
+from tests.support.platform import Platform, identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 _user_ids = itertools.count(7000)
 
 
-async def _delete_streams(url: str) -> None:
-    import nats
-
-    client = await nats.connect(url, connect_timeout=5, allow_reconnect=False, max_reconnect_attempts=0)
-    try:
-        js = client.jetstream()
-        for info in await js.streams_info():
-            await js.delete_stream(info.config.name)
-    finally:
-        await client.close()
-
-
 @pytest.fixture(scope="package")
 def gateway_nats(_external_nats_url: str | None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if _external_nats_url is not None:
-        asyncio.run(_delete_streams(_external_nats_url))
+        asyncio.run(delete_all_streams(_external_nats_url))
         yield _external_nats_url
         return
     with start_nats(tmp_path_factory.mktemp("gateway-nats")) as server:
@@ -58,28 +43,18 @@ def gateway_database(postgres_server_url: str) -> Iterator[str]:
     drop_database(postgres_server_url, name)
 
 
-def board(name: str, gpus: list[str], visibility: str = "public") -> LeaderboardCreated:
-    problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
-    return LeaderboardCreated(name=name, task=problem.task, task_hash=problem.task_hash, gpus=gpus,
-                              deadline=parse_deadline("2100-01-01"), secret_seed=7, visibility=visibility)
-
-
 @pytest.fixture(scope="package")
 def gateway(gateway_nats: str, gateway_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
     running = Platform(gateway_nats, gateway_database, Path(tmp_path_factory.mktemp("gateway")),
                        null_gpus=("null",))
     running.start()
     try:
-        add_boards(running, board("open", ["null"]), board("closed", ["null"], "closed"), board("idle", ["idle"]))
+        running.add_boards(identity_board("open", ["null"]), identity_board("closed", ["null"], "closed"),
+                           identity_board("idle", ["idle"]))
         yield running
     finally:
         running.stop()
 
-
-def add_boards(platform: Platform, *boards: LeaderboardCreated) -> None:
-    asyncio.run(publish_all(platform.nats_url, boards))
-    names = {b.name for b in boards}
-    platform.wait_for(lambda: names <= {b["name"] for b in platform.http.get("/leaderboards").json()}, "boards")
 
 
 def new_user(platform: Platform) -> tuple[str, str]:

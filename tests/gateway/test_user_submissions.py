@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.gateway.conftest import CODE, add_boards, board, cli, new_user
+from tests.gateway.conftest import CODE, cli, new_user
+from tests.support.platform import identity_board
 
 
 def submit_done(platform, cli_id: str, leaderboard: str, mode: str) -> int:
@@ -48,7 +49,7 @@ def test_the_list_is_newest_first_with_ranked_results_only(gateway):
 
 
 def test_a_deleted_submission_leaves_the_ranking_the_counts_and_the_users_list(gateway):
-    add_boards(gateway, board("deletions", ["null"]))
+    gateway.add_boards(identity_board("deletions", ["null"]))
     _, owner = new_user(gateway)
     _, other = new_user(gateway)
     kept = submit_done(gateway, other, "deletions", "leaderboard")

@@ -10,6 +10,7 @@ import yaml
 
 from schemas.contracts import RunPayload
 
+
 @pytest.fixture
 def problem_checkout(tmp_path: Path):
     """A factory writing `problems/set/<name>/task.yml` (from a dict or raw text) with its files; returns the dir."""

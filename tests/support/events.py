@@ -75,3 +75,16 @@ def publish_raw(nats_url: str, subject: str, data: bytes, headers: dict | None =
             await client.close()
 
     asyncio.run(send())
+
+
+async def delete_all_streams(url: str) -> None:
+    """Empty a shared NATS between tests; KV buckets and object stores are streams too, so they go as well."""
+    import nats
+
+    client = await nats.connect(url, connect_timeout=5, allow_reconnect=False, max_reconnect_attempts=0)
+    try:
+        js = client.jetstream()
+        for info in await js.streams_info():
+            await js.delete_stream(info.config.name)
+    finally:
+        await client.close()

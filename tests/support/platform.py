@@ -14,12 +14,21 @@ from pathlib import Path
 import httpx
 
 from problems import PROBLEMS_ROOT
-from services.cli.bundled import leaderboards_from_competition
+from runner.taskfile import load_problem
+from schemas.events import LeaderboardCreated
+from services.cli.bundled import leaderboards_from_competition, parse_deadline
 from services.kit.bus import publish_all
 from services.kit.embedded import free_port
 
 ADMIN_TOKEN = "test-admin-token"
 SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
+
+
+def identity_board(name: str, gpus: list[str], visibility: str = "public") -> LeaderboardCreated:
+    """A leaderboard carrying the identity_py task, for boards on made-up GPUs (`null` is served at once)."""
+    problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
+    return LeaderboardCreated(name=name, task=problem.task, task_hash=problem.task_hash, gpus=gpus,
+                              deadline=parse_deadline("2100-01-01"), secret_seed=7, visibility=visibility)
 
 
 class Platform:
@@ -93,6 +102,11 @@ class Platform:
         events = leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", set())
         asyncio.run(publish_all(self.nats_url, events))
         self.wait_for(lambda: len(self.http.get("/leaderboards").json()) >= len(events), "leaderboards")
+
+    def add_boards(self, *boards: LeaderboardCreated) -> None:
+        asyncio.run(publish_all(self.nats_url, boards))
+        names = {b.name for b in boards}
+        self.wait_for(lambda: names <= {b["name"] for b in self.http.get("/leaderboards").json()}, "boards")
 
     def register(self, user_id: str, user_name: str) -> str:
         response = self.http.post("/admin/users", json={"user_id": user_id, "user_name": user_name},
