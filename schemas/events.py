@@ -93,6 +93,9 @@ class SubmissionReceived(Event):
     file_name: str
     code: str
     origin: str = "http"
+    # http-api.md §6: a closed leaderboard admits only popcorn-cli identities; the admin route skips the deadline
+    via_cli: bool = False
+    deadline_applies: bool = True
 
     def identity(self) -> str:
         return str(self.submission_id)
@@ -125,6 +128,7 @@ class SubmissionRejected(Event):
     submission_id: int
     reason: str
     status_code: int = 400
+    retry_after_s: int | None = None
 
     def identity(self) -> str:
         return str(self.submission_id)
@@ -294,11 +298,17 @@ class LeaderboardRankChanged(Event):
         return f"{self.leaderboard}:{self.gpu}:{self.caused_by_submission}"
 
 
+from schemas.operations_events import OPERATIONS_EVENTS  # noqa: E402 - operator events, own module
+from schemas.policy_events import POLICY_EVENTS  # noqa: E402 - policy changes, own module
+
+from schemas.auth_events import OAuthUserRegistered  # noqa: E402 - its own module, registered here
+
 CATALOGUE: tuple[type[Event], ...] = (
     LeaderboardCreated,
     LeaderboardUpdated,
     LeaderboardDeleted,
     CliUserRegistered,
+    OAuthUserRegistered,
     SubmissionReceived,
     SubmissionAccepted,
     SubmissionRejected,
@@ -313,6 +323,8 @@ CATALOGUE: tuple[type[Event], ...] = (
     ScoreComputed,
     ScoreRejected,
     LeaderboardRankChanged,
+    *OPERATIONS_EVENTS,
+    *POLICY_EVENTS,
 )
 
 BY_SUBJECT: dict[str, type[Event]] = {event.subject: event for event in CATALOGUE}

@@ -6,6 +6,7 @@ commit in one transaction. A redelivered message finds its tracking row and chan
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -13,14 +14,17 @@ import asyncpg
 from nats.aio.msg import Msg
 
 from schemas.envelope import Event
-from services.kit import outbox
+from services.kit import metrics, outbox
 from services.kit.bus import decode
 from services.kit.deadletter import (
     MAX_DELIVERIES,
+    OUTAGE_ATTEMPTS,
     current_message,
     dead_letter,
+    is_outage,
     is_poison,
-    retry_delay_s,
+    outage_delay_s,
+    retry_delay_of,
     retry_or_dead_letter,
 )
 from services.kit.outbox import OutboxRelay
@@ -31,6 +35,7 @@ INSERT INTO tracking (consumer, stream_seq) SELECT $1, unnest($2::bigint[])
 ON CONFLICT DO NOTHING RETURNING stream_seq
 """
 
+HOLD_AT_MOST_S = 5.0
 Apply = Callable[[asyncpg.Connection], Awaitable[Sequence[Event] | None]]
 # Applies a batch of (stream sequence, event), in stream order, inside the caller's transaction.
 ApplyBatch = Callable[[asyncpg.Connection, list[tuple[int, Event]]], Awaitable[Sequence[Event] | None]]
@@ -66,9 +71,11 @@ class Kit:
     async def commit(self, apply: Apply) -> None:
         """Run `apply` in a transaction, storing what it emits in the outbox; publish right after commit."""
         async with self.pool.acquire() as conn, conn.transaction():
-            rows = outbox.rows_of(await apply(conn) or ())
+            events = await apply(conn) or ()
+            rows = outbox.rows_of(events)
             if rows:
                 await outbox.enqueue(conn, rows)
+        metrics.emitted(events)
         await self.relay.publish_now(rows)
 
     async def apply_once(self, consumer: str, stream_seq: int, apply: Apply) -> bool:
@@ -111,14 +118,36 @@ class Kit:
         if not decoded:
             return
         consumer = decoded[0][0].metadata.consumer
-        try:
-            emitted = await self._apply_batch(consumer, decoded, apply)
-        except Exception:  # noqa: BLE001 - isolate the message at fault, keep the order of the others
-            await self._apply_one_by_one(consumer, decoded, apply)
-            return
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                emitted = await self._apply_batch(consumer, decoded, apply)
+                break
+            except Exception as exc:  # noqa: BLE001 - isolate the message at fault, keep the order of the others
+                if is_outage(exc) and attempt < OUTAGE_ATTEMPTS:
+                    # under the ack wait of ordered consumers, so the held batch is never redelivered meanwhile
+                    await self._hold(decoded, min(HOLD_AT_MOST_S, outage_delay_s(attempt)))
+                    continue
+                await self._apply_one_by_one(consumer, decoded, apply)
+                return
         await self.relay.publish_now(emitted)
         for raw, _ in decoded:
             await raw.ack()
+
+    @staticmethod
+    async def _hold(decoded: list[tuple[Msg, Event]], delay_s: float) -> None:
+        """Keep a batch through a database or broker outage and try it again.
+
+        A nak would free the consumer to deliver later messages first (found by bench/chaos.py: a submission's
+        status applied before the submission); held, nothing later is delivered, so stream order survives.
+        """
+        for raw, _ in decoded:
+            try:
+                await raw.in_progress()
+            except Exception:  # noqa: BLE001 - NATS away too: redelivered in order after ack_wait if it lasts
+                break
+        await asyncio.sleep(delay_s)
 
     async def _apply_one_by_one(self, consumer: str, decoded: list[tuple[Msg, Event]], apply: ApplyBatch) -> None:
         for index, (raw, event) in enumerate(decoded):
@@ -130,9 +159,11 @@ class Kit:
                 await retry_or_dead_letter(raw, exc)
                 if is_poison(exc) or raw.metadata.num_delivered >= MAX_DELIVERIES:
                     continue
-                # a transient failure: what follows waits for it, so projections keep stream order
+                # a transient failure: what follows waits for it, so projections keep stream order; the same delay
+                # for all, or a later message delivered fewer times would come back before the failed one
+                delay = retry_delay_of(raw, exc)
                 for later, _ in decoded[index + 1:]:
-                    await later.nak(delay=retry_delay_s(later.metadata.num_delivered))
+                    await later.nak(delay=delay)
                 return
 
     async def _apply_batch(self, consumer: str, decoded: list[tuple[Msg, Event]],

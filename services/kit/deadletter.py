@@ -12,6 +12,7 @@ from nats.aio.msg import Msg
 from pydantic import ValidationError
 
 from schemas.streams import DEAD_LETTERS, dead_letter_subject
+from services.kit import metrics
 from services.kit.bus import MSG_ID_HEADER
 
 log = logging.getLogger("kernelbot.deadletter")
@@ -48,13 +49,42 @@ async def dead_letter(raw: Msg, exc: BaseException) -> None:
     await raw.term()
 
 
+def is_outage(exc: BaseException) -> bool:
+    """Postgres or NATS away (a restart, a failover): the message is fine and waits for them to come back."""
+    import asyncpg
+    from nats import errors as nats_errors
+
+    return isinstance(exc, (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
+                            asyncpg.exceptions.OperatorInterventionError, nats_errors.ConnectionClosedError,
+                            nats_errors.TimeoutError, nats_errors.NoServersError))
+
+
+# An ordered consumer holds its batch through an outage this many tries (about 2 minutes) before giving it back.
+OUTAGE_ATTEMPTS = 12
+
+
+def outage_delay_s(delivered: int) -> float:
+    # longer than a bug's retries: JetStream's delivery limit then allows about 90 s of outage
+    return min(30.0, 2.0 * 2 ** (delivered - 1))
+
+
 async def retry_or_dead_letter(raw: Msg, exc: BaseException) -> None:
     meta = raw.metadata
-    if is_poison(exc) or meta.num_delivered >= MAX_DELIVERIES:
+    if is_outage(exc) and not is_poison(exc):
+        # never judged poison for an outage; past JetStream's own limit it still lands in the dead-letter stream
+        log.warning("waiting out an outage for %s seq %s: %r", meta.consumer, meta.sequence.stream, exc)
+        await raw.nak(delay=outage_delay_s(meta.num_delivered))
+    elif is_poison(exc) or meta.num_delivered >= MAX_DELIVERIES:
         await dead_letter(raw, exc)
     else:
         log.warning("retrying %s seq %s: %r", meta.consumer, meta.sequence.stream, exc)
         await raw.nak(delay=retry_delay_s(meta.num_delivered))
+
+
+def retry_delay_of(raw: Msg, exc: BaseException) -> float:
+    """The delay retry_or_dead_letter gives a message failing with `exc` (its followers wait as long)."""
+    delivered = raw.metadata.num_delivered
+    return outage_delay_s(delivered) if is_outage(exc) else retry_delay_s(delivered)
 
 
 _current_message: ContextVar[Any] = ContextVar("kernelbot_current_message")
@@ -73,7 +103,8 @@ class DeadLetterMiddleware(BaseMiddleware):
     async def consume_scope(self, call_next: Any, msg: Any) -> Any:
         token = _current_message.set(msg)
         try:
-            return await call_next(msg)
+            with metrics.handling(msg):
+                return await call_next(msg)
         except Exception as exc:  # noqa: BLE001 - every failure is either retried or dead-lettered
             raws = msg.raw_message if isinstance(msg.raw_message, list) else [msg.raw_message]
             for raw in raws:

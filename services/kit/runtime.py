@@ -13,6 +13,7 @@ from faststream.nats import NatsBroker, NatsRouter, PullSub
 from faststream.specification import AsyncAPI
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from services.kit import metrics
 from services.kit.bus import declare_streams, jstream, make_broker
 from services.kit.consumer import Kit, KitSlot
 from services.kit.db import apply_migrations, create_pool
@@ -29,13 +30,13 @@ warnings.filterwarnings("ignore", message="The JetStream Push consumer with the 
 VERSION = "0.1.0"
 
 
-def _consumer_config(durable: str, ack_wait_s: float) -> ConsumerConfig:
+def _consumer_config(durable: str, ack_wait_s: float, max_ack_pending: int = 10_000) -> ConsumerConfig:
     return ConsumerConfig(
         durable_name=durable,
         ack_wait=ack_wait_s,
         max_deliver=JETSTREAM_MAX_DELIVER,
         deliver_policy=DeliverPolicy.ALL,
-        max_ack_pending=10_000,
+        max_ack_pending=max_ack_pending,
     )
 
 
@@ -66,7 +67,9 @@ def ordered_batch_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size
         "stream": jstream(),
         "durable": durable,
         "pull_sub": PullSub(batch_size=batch_size, timeout=linger_s, batch=True),
-        "config": _consumer_config(durable, ack_wait_s),
+        # No more than one batch out at a time: after a crash, what the dead process held is redelivered before
+        # anything later, so stream order survives it.
+        "config": _consumer_config(durable, ack_wait_s, max_ack_pending=batch_size),
         "ack_policy": AckPolicy.MANUAL,
     }
 
@@ -107,11 +110,15 @@ def consumer_app(title: str, router: NatsRouter, slot: KitSlot, settings: Servic
     async def startup() -> None:
         state["kit"] = await start_kit(broker, settings)
         slot.fill(state["kit"])
+        state["observer"] = metrics.observer(broker, state["kit"], settings, title)
+        await state["observer"].start()
         if on_started:
             await on_started(state["kit"])
 
     @app.on_shutdown
     async def shutdown() -> None:
+        if "observer" in state:
+            await state.pop("observer").stop()
         if "kit" in state:
             if on_stopping:
                 await on_stopping(state["kit"])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
@@ -20,6 +20,17 @@ class ServiceSettings(BaseSettings):
     ack_wait_s: float = 30.0
     pool_size: int = 8
     log_level: str = "WARNING"
+    # Port of the service's /metrics, /health and /ready server (consumer services; 0: none).
+    metrics_port: int = 0
+
+
+class OAuthProvider(BaseModel):
+    """One OAuth 2 provider's endpoints and this deployment's client (env: a JSON object, e.g. KB_OAUTH_GITHUB)."""
+
+    token_url: str
+    user_url: str
+    client_id: str = ""
+    client_secret: SecretStr | None = None
 
 
 class GatewaySettings(ServiceSettings):
@@ -28,6 +39,19 @@ class GatewaySettings(ServiceSettings):
     admin_token: SecretStr | None = None
     # How long a submit waits for the read model to show the new submission before answering 202 anyway.
     projection_wait_s: float = 5.0
+    # Problem sync (http-api.md §3.29, §3.22): where a repository's branch archive is downloaded from, and the
+    # directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled problems).
+    problems_archive_url: str = "https://codeload.github.com/{repository}/tar.gz/refs/heads/{branch}"
+    dev_problems_dir: str = ""
+    # Where browsers reach this gateway; the OAuth redirect URI is built from it (empty: the request's own URL).
+    public_url: str = ""
+    oauth_discord: OAuthProvider = OAuthProvider(token_url="https://discord.com/api/oauth2/token",
+                                                 user_url="https://discord.com/api/users/@me")
+    oauth_github: OAuthProvider = OAuthProvider(token_url="https://github.com/login/oauth/access_token",
+                                                user_url="https://api.github.com/user")
+    registration_ttl_s: float = 600.0
+    # Signs web session cookies; unset, a random key per process (sessions end with it, replicas disagree).
+    session_secret: SecretStr | None = None
 
 
 class DispatcherSettings(ServiceSettings):
@@ -39,3 +63,23 @@ class DispatcherSettings(ServiceSettings):
     launch_allowance_s: int = 60
     max_attempts: int = 3
     worker_id: str = ""
+    # The GPU catalogue (services/dispatcher/catalogue.py): a YAML/JSON file path, or the JSON itself.
+    gpu_catalogue: str = ""
+    # How often remote jobs are polled, and the first delay before an infrastructure failure is retried.
+    poll_interval_s: float = 5.0
+    retry_backoff_s: float = 2.0
+    # How long a dispatcher's claim on a run lasts without renewal: a dead replica's runs wait this long.
+    lease_s: float = 30.0
+    github_token: SecretStr | None = None
+    buildkite_token: SecretStr | None = None
+    slurm_token: SecretStr | None = None
+    # "module:attr" naming a stand-in for modal's Function.from_name / FunctionCall.from_id (tests only).
+    modal_client: str = ""
+
+
+class DiscordSettings(ServiceSettings):
+    discord_token: SecretStr | None = None
+    discord_guild_id: int = 0
+    # Where the bot reads problem directories for /admin create-dev-leaderboard and update-problems.
+    problems_dir: str = ""
+    problems_archive_url: str = GatewaySettings.model_fields["problems_archive_url"].default

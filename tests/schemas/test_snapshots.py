@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from schemas import contracts, events
+from schemas import contracts, events, operations_events, policy_events
 from schemas.envelope import Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -112,6 +112,7 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
     events.LeaderboardUpdated: dict(name="grayscale", task=TASK, task_hash="abc", deadline=T0),
     events.LeaderboardDeleted: dict(name="grayscale"),
     events.CliUserRegistered: dict(user_id="u1", user_name="ada", cli_id="cli-1"),
+    events.OAuthUserRegistered: dict(user_id="u1", user_name="ada", cli_id="cli-1", provider="github"),
     events.SubmissionReceived: dict(
         submission_id=7, leaderboard="grayscale", gpus=["H100"], mode="test", user_id="u1", user_name="ada",
         file_name="submission.py", code="print(1)",
@@ -144,6 +145,27 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
     events.LeaderboardRankChanged: dict(
         leaderboard="grayscale", gpu="H100", top=[RANK_ENTRY], caused_by_submission=7
     ),
+    operations_events.RejudgeRequested: dict(rejudge_id="r1", leaderboard="grayscale", action="rescore"),
+    operations_events.RerunPlanned: dict(rejudge_id="r1", submission_id=7, leaderboard="grayscale",
+                                         runs=[dict(run_id="7.H100.public.r1", gpu="H100", mode="leaderboard")]),
+    operations_events.ScoreRevised: dict(
+        rejudge_id="r1", submission_id=7, leaderboard="grayscale", gpu="H100", user_id="u1", user_name="ada",
+        run_id="7.H100.public", score=None, ranking_by="geom", submitted_at=T0,
+    ),
+    operations_events.RejudgeCompleted: dict(rejudge_id="r1", leaderboard="grayscale", action="rescore",
+                                             submissions=2, revised=1),
+    policy_events.IntakePaused: dict(change_id="c1"),
+    policy_events.IntakeResumed: dict(change_id="c1"),
+    policy_events.UserBanned: dict(user_id="u1", change_id="c1"),
+    policy_events.UserUnbanned: dict(user_id="u1", change_id="c1"),
+    policy_events.RateLimitSet: dict(
+        leaderboard="grayscale", mode_category="leaderboard", max_submissions_per_hour=3, change_id="c1"
+    ),
+    policy_events.RateLimitCleared: dict(leaderboard="grayscale", mode_category="test", change_id="c1"),
+    policy_events.InvitesCreated: dict(leaderboards=["grayscale"], codes=["k1", "k2"]),
+    policy_events.InviteClaimed: dict(code="k1", user_id="u1", user_name="ada"),
+    policy_events.InviteRevoked: dict(code="k1"),
+    policy_events.LeaderboardVisibilityChanged: dict(leaderboard="grayscale", visibility="closed", change_id="c1"),
 }
 
 # A field of the business identity for each event, and a different value for it: the id must change with it.
@@ -152,6 +174,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.LeaderboardUpdated: ("description", "new text"),
     events.LeaderboardDeleted: ("name", "other"),
     events.CliUserRegistered: ("cli_id", "cli-2"),
+    events.OAuthUserRegistered: ("provider", "discord"),
     events.SubmissionReceived: ("submission_id", 8),
     events.SubmissionAccepted: ("submission_id", 8),
     events.SubmissionRejected: ("submission_id", 8),
@@ -166,6 +189,20 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.ScoreComputed: ("gpu", "T4"),
     events.ScoreRejected: ("gpu", "T4"),
     events.LeaderboardRankChanged: ("caused_by_submission", 8),
+    operations_events.RejudgeRequested: ("rejudge_id", "r2"),
+    operations_events.RerunPlanned: ("submission_id", 8),
+    operations_events.ScoreRevised: ("gpu", "T4"),
+    operations_events.RejudgeCompleted: ("rejudge_id", "r2"),
+    policy_events.IntakePaused: ("change_id", "c2"),
+    policy_events.IntakeResumed: ("change_id", "c2"),
+    policy_events.UserBanned: ("user_id", "u2"),
+    policy_events.UserUnbanned: ("change_id", "c2"),
+    policy_events.RateLimitSet: ("mode_category", "test"),
+    policy_events.RateLimitCleared: ("leaderboard", "softmax"),
+    policy_events.InvitesCreated: ("codes", ["k3"]),
+    policy_events.InviteClaimed: ("code", "k2"),
+    policy_events.InviteRevoked: ("code", "k2"),
+    policy_events.LeaderboardVisibilityChanged: ("change_id", "c2"),
 }
 
 CONTRACT_SAMPLES: dict[type[BaseModel], dict[str, Any]] = {

@@ -54,8 +54,8 @@ def _validation_error() -> ValidationError:
 
 async def test_a_transient_error_is_retried_later_with_a_growing_delay():
     first, third = FakeMsg(delivered=1), FakeMsg(delivered=3)
-    await deadletter.retry_or_dead_letter(first, ConnectionError("database restarting"))
-    await deadletter.retry_or_dead_letter(third, ConnectionError("database restarting"))
+    await deadletter.retry_or_dead_letter(first, RuntimeError("deadlock detected"))
+    await deadletter.retry_or_dead_letter(third, RuntimeError("deadlock detected"))
     assert first.outcome == [("nak", 0.25)] and third.outcome == [("nak", 1.0)]
     assert first._client.published == []
 
@@ -73,9 +73,19 @@ async def test_a_poison_message_is_dead_lettered_at_once_with_its_reason():
 
 async def test_an_error_that_keeps_coming_back_is_dead_lettered_after_the_bound():
     msg = FakeMsg(delivered=deadletter.MAX_DELIVERIES)
-    await deadletter.retry_or_dead_letter(msg, ConnectionError("still down"))
+    await deadletter.retry_or_dead_letter(msg, RuntimeError("deadlock detected"))
     assert msg.outcome == [("term", None)]
     assert msg._client.published[0][2]["Kb-Deliveries"] == str(deadletter.MAX_DELIVERIES)
+
+
+async def test_an_outage_is_waited_out_longer_and_never_judged_poison_by_the_consumer():
+    """Found by bench/chaos.py: a Postgres restart outlasted the bug retries and the ledger dead-lettered events."""
+    msg = FakeMsg(delivered=deadletter.MAX_DELIVERIES)
+    await deadletter.retry_or_dead_letter(msg, ConnectionError("database restarting"))
+    assert msg.outcome == [("nak", 30.0)] and msg._client.published == []
+    first = FakeMsg(delivered=1)
+    await deadletter.retry_or_dead_letter(first, OSError(2, "No such file or directory"))  # the socket is gone
+    assert first.outcome == [("nak", 2.0)]
 
 
 def test_poison_is_decided_by_the_kind_of_error():

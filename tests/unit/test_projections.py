@@ -50,7 +50,8 @@ def test_a_run_becomes_one_stage_row_per_stage_in_the_order_they_ran() -> None:
     assert test[9] == datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
     assert all(row[11] == 40 for row in rows)  # the stream sequence orders runs in views
     assert leaderboard[6]["compilation"]["stderr"] == "error: x"
-    assert plan.rows["run_request_status"] == [("7.H100.public", "completed", None, None, None, run.occurred_at)]
+    assert plan.rows["run_request_status"] == [("7.H100.public", "completed", None, None, None, run.occurred_at,
+                                                 7, "H100")]
 
 
 def test_statements_run_in_lifecycle_order_whatever_the_batch_order() -> None:

@@ -1,0 +1,102 @@
+"""A fake of Buildkite's REST API (v2) for the runner pipeline: builds, their state, artifacts, cancel.
+
+A build's job is what the pipeline step runs on the agent of `GPU_QUEUE`: the runner with the payload read from
+`SUBMISSION_PAYLOAD` in its environment (see deploy/buildkite/pipeline.yml).
+"""
+
+from __future__ import annotations
+
+from tests.support.fakes.http import FakeServer, Reply, Request
+from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused, run_runner
+
+TOKEN = "bkua_fake"
+
+
+class FakeBuildkite(FakeServer):
+    def __init__(self, organization: str = "gpu-mode", pipeline: str = "kernelbot-runner") -> None:
+        super().__init__()
+        self.jobs = FakeJobs(real_work=lambda job, text: run_runner(text, via_env=True, job=job))
+        self.queues: dict[int, str] = {}  # build number -> GPU_QUEUE
+        self.meta: dict[int, dict] = {}
+        base = f"/v2/organizations/{organization}/pipelines/{pipeline}"
+        self.base = base
+        self.route("GET", f"{base}/builds", self._list)
+        self.route("POST", f"{base}/builds", self._create)
+        self.route("GET", f"{base}/builds/(?P<number>\\d+)", self._build)
+        self.route("PUT", f"{base}/builds/(?P<number>\\d+)/cancel", self._cancel)
+        self.route("GET", f"{base}/builds/(?P<number>\\d+)/artifacts", self._artifacts)
+        self.route("GET", f"{base}/builds/(?P<number>\\d+)/jobs/(?P<job>[^/]+)/artifacts/(?P<artifact>\\d+)/download",
+                   self._download)
+        self.route("GET", "/blobs/(?P<artifact>\\d+)/result.json", self._blob)
+
+    def dispatch(self, request: Request) -> Reply:
+        if not request.path.startswith("/blobs/") and request.headers.get("authorization") != f"Bearer {TOKEN}":
+            return Reply(401, {"message": "Authentication required. Please supply a valid API Access Token"})
+        return super().dispatch(request)
+
+    def _json(self, job: FakeJob) -> dict:
+        state = {"running": "running", "cancelled": "canceled"}.get(job.state, "passed")
+        return {"id": f"build-{job.id}", "number": job.id, "state": state,
+                "web_url": f"https://buildkite.com/gpu-mode/kernelbot-runner/builds/{job.id}",
+                "env": {"GPU_QUEUE": self.queues.get(job.id, "")}, "meta_data": self.meta.get(job.id, {})}
+
+    def _job(self, request: Request) -> FakeJob | None:
+        return self.jobs.find(int(request.params["number"]))
+
+    def _list(self, request: Request) -> Reply:
+        with self.lock:
+            builds = [self._json(job) for job in list(self.jobs.jobs.values()) if not job.lost]
+        for key, value in request.query.items():
+            if key.startswith("meta_data[") and key.endswith("]"):
+                builds = [b for b in builds if b["meta_data"].get(key[len("meta_data["):-1]) == value]
+        return Reply(200, list(reversed(builds)))
+
+    def _create(self, request: Request) -> Reply:
+        body = request.json()
+        env = body.get("env") or {}
+        if not body.get("commit") or not body.get("branch") or "GPU_QUEUE" not in env \
+                or "SUBMISSION_PAYLOAD" not in env:
+            return Reply(422, {"message": "Validation failed: commit, branch, GPU_QUEUE and SUBMISSION_PAYLOAD"})
+        if refused(env["SUBMISSION_PAYLOAD"]):
+            return Reply(403, {"message": "Forbidden: the API token lacks the write_builds scope"})
+        key = (body.get("meta_data") or {}).get("kernelbot-run", "")
+        with self.lock:  # the build is listed only once it is complete
+            job = self.jobs.start(env["SUBMISSION_PAYLOAD"], key)
+            self.queues[job.id] = env["GPU_QUEUE"]
+            self.meta[job.id] = body.get("meta_data") or {}
+            if answer_lost(job):
+                return Reply(502, b"<html>Bad Gateway</html>", {"Content-Type": "text/html"})
+            return Reply(201, self._json(job))
+
+    def _build(self, request: Request) -> Reply:
+        job = self._job(request)
+        return Reply(200, self._json(job)) if job else Reply(404, {"message": "No build found"})
+
+    def _cancel(self, request: Request) -> Reply:
+        job = self._job(request)
+        if job is None:
+            return Reply(404, {"message": "No build found"})
+        if job.state != "running":
+            return Reply(422, {"message": "Build can't be canceled because it's already finished"})
+        self.jobs.cancel(job)
+        return Reply(200, self._json(job))
+
+    def _artifacts(self, request: Request) -> Reply:
+        job = self._job(request)
+        if job is None:
+            return Reply(404, {"message": "No build found"})
+        if job.state != "done" or job.result is None:
+            return Reply(200, [])
+        url = f"{self.url}{self.base}/builds/{job.id}/jobs/job-{job.id}/artifacts/{job.id}/download"
+        return Reply(200, [{"id": str(job.id), "job_id": f"job-{job.id}", "path": "result.json",
+                            "filename": "result.json", "state": "finished", "file_size": len(job.result),
+                            "download_url": url}])
+
+    def _download(self, request: Request) -> Reply:
+        return Reply(302, None, {"Location": f"{self.url}/blobs/{request.params['artifact']}/result.json"})
+
+    def _blob(self, request: Request) -> Reply:
+        job = self.jobs.find(int(request.params["artifact"]))
+        if job is None or job.result is None:
+            return Reply(404, b"")
+        return Reply(200, job.result)

@@ -1,0 +1,143 @@
+"""A fake of the GitHub REST routes PyGithub calls to dispatch, find, poll, collect and cancel workflow runs."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+from tests.support.fakes.http import FakeServer, Reply, Request
+from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused
+
+TOKEN = "ghp_fake"
+WORKFLOW_ID = 4242
+INPUTS = {"payload", "run_id", "runner"}
+
+
+def _zip_result(result: bytes) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as bundle:
+        bundle.writestr("result.json", result)
+    return buffer.getvalue()
+
+
+class FakeGithub(FakeServer):
+    def __init__(self, owner: str = "gpu-mode", repo: str = "runners") -> None:
+        super().__init__()
+        self.full_name = f"{owner}/{repo}"
+        self.jobs = FakeJobs()
+        self.workflows: dict[str, int] = {}  # file name -> id
+        self.runner_labels: dict[int, str | None] = {}  # run id -> the `runner` input
+        base = f"/repos/{owner}/{repo}"
+        self.base = base
+        self.route("GET", base, self._repo)
+        self.route("GET", f"{base}/actions/workflows/(?P<workflow>[^/]+)", self._workflow)
+        self.route("POST", f"{base}/actions/workflows/(?P<workflow>[^/]+)/dispatches", self._dispatch)
+        self.route("GET", f"{base}/actions/workflows/(?P<workflow>[^/]+)/runs", self._runs)
+        self.route("GET", f"{base}/actions/runs/(?P<run>\\d+)", self._run)
+        self.route("GET", f"{base}/actions/runs/(?P<run>\\d+)/artifacts", self._artifacts)
+        self.route("POST", f"{base}/actions/runs/(?P<run>\\d+)/cancel", self._cancel)
+        self.route("GET", f"{base}/actions/artifacts/(?P<artifact>\\d+)/zip", self._artifact_zip)
+        self.route("GET", "/blobs/(?P<artifact>\\d+).zip", self._blob)
+
+    def dispatch(self, request: Request) -> Reply:
+        if not request.path.startswith("/blobs/") and request.headers.get("authorization") != f"token {TOKEN}":
+            return Reply(401, {"message": "Bad credentials"})
+        return super().dispatch(request)
+
+    # --- representations ---------------------------------------------------------------------------------------
+
+    def _workflow_json(self, workflow_id: int, file: str) -> dict:
+        return {"id": workflow_id, "name": file, "path": f".github/workflows/{file}", "state": "active",
+                "url": f"{self.url}{self.base}/actions/workflows/{workflow_id}"}
+
+    def _run_json(self, job: FakeJob) -> dict:
+        if job.state == "running":
+            status, conclusion = "in_progress", None
+        else:
+            status = "completed"
+            conclusion = {"cancelled": "cancelled"}.get(job.state, "success")
+        run_url = f"{self.url}{self.base}/actions/runs/{job.id}"
+        return {"id": job.id, "name": "KernelBot NVIDIA runner", "display_title": f"kernelbot {job.key}",
+                "event": "workflow_dispatch", "status": status, "conclusion": conclusion, "url": run_url,
+                "html_url": f"https://github.com/{self.full_name}/actions/runs/{job.id}",
+                "artifacts_url": f"{run_url}/artifacts", "cancel_url": f"{run_url}/cancel",
+                "workflow_id": WORKFLOW_ID}
+
+    def _job(self, request: Request) -> FakeJob | None:
+        return self.jobs.find(int(request.params["run"]))
+
+    # --- routes ------------------------------------------------------------------------------------------------
+
+    def _repo(self, request: Request) -> Reply:
+        return Reply(200, {"id": 1, "name": self.full_name.split("/")[1], "full_name": self.full_name,
+                           "url": f"{self.url}{self.base}", "owner": {"login": self.full_name.split("/")[0]}})
+
+    def _workflow(self, request: Request) -> Reply:
+        workflow = request.params["workflow"]
+        if workflow.isdigit():
+            file = next((f for f, i in self.workflows.items() if i == int(workflow)), None)
+            return Reply(200, self._workflow_json(int(workflow), file)) if file else Reply(404, {"message": "x"})
+        if not workflow.endswith(".yml"):
+            return Reply(404, {"message": "Not Found"})
+        self.workflows.setdefault(workflow, WORKFLOW_ID + len(self.workflows))
+        return Reply(200, self._workflow_json(self.workflows[workflow], workflow))
+
+    def _dispatch(self, request: Request) -> Reply:
+        body = request.json()
+        inputs = body.get("inputs") or {}
+        if set(inputs) - INPUTS or not all(isinstance(v, str) for v in inputs.values()) or "ref" not in body:
+            return Reply(422, {"message": f"Unexpected inputs provided: {sorted(set(inputs) - INPUTS)}"})
+        if refused(inputs["payload"]):
+            return Reply(422, {"message": "Workflow does not have 'workflow_dispatch' trigger"})
+        with self.lock:
+            job = self.jobs.start(inputs["payload"], inputs["run_id"])
+            self.runner_labels[job.id] = inputs.get("runner")
+        if answer_lost(job):
+            return Reply(502, {"message": "Server Error"})
+        if not body.get("return_run_details"):
+            return Reply(204)
+        run = self._run_json(job)
+        return Reply(200, {"workflow_run_id": job.id, "run_url": run["url"], "html_url": run["html_url"]})
+
+    def _runs(self, request: Request) -> Reply:
+        runs = [self._run_json(job) for job in list(self.jobs.jobs.values()) if not job.lost]
+        if request.query.get("event"):
+            runs = [r for r in runs if r["event"] == request.query["event"]]
+        runs.reverse()  # newest first, as GitHub lists them
+        return Reply(200, {"total_count": len(runs), "workflow_runs": runs})
+
+    def _run(self, request: Request) -> Reply:
+        job = self._job(request)
+        return Reply(200, self._run_json(job)) if job else Reply(404, {"message": "Not Found"})
+
+    def _artifacts(self, request: Request) -> Reply:
+        job = self._job(request)
+        if job is None:
+            return Reply(404, {"message": "Not Found"})
+        artifacts = []
+        if job.state == "done" and job.result is not None:
+            artifacts.append({"id": job.id, "name": "run-result", "size_in_bytes": len(job.result),
+                              "expired": False, "url": f"{self.url}{self.base}/actions/artifacts/{job.id}",
+                              "archive_download_url": f"{self.url}{self.base}/actions/artifacts/{job.id}/zip"})
+        return Reply(200, {"total_count": len(artifacts), "artifacts": artifacts})
+
+    def _artifact_zip(self, request: Request) -> Reply:
+        job = self.jobs.find(int(request.params["artifact"]))
+        if job is None or job.result is None:
+            return Reply(404, {"message": "Not Found"})
+        return Reply(302, None, {"Location": f"{self.url}/blobs/{job.id}.zip"})  # GitHub redirects to storage
+
+    def _blob(self, request: Request) -> Reply:
+        job = self.jobs.find(int(request.params["artifact"]))
+        if job is None or job.result is None:
+            return Reply(404, b"")
+        return Reply(200, _zip_result(job.result), {"Content-Type": "application/zip"})
+
+    def _cancel(self, request: Request) -> Reply:
+        job = self._job(request)
+        if job is None:
+            return Reply(404, {"message": "Not Found"})
+        if job.state != "running":
+            return Reply(409, {"message": "Cannot cancel a workflow run that is completed."})
+        self.jobs.cancel(job)
+        return Reply(202, {})
