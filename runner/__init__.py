@@ -7,6 +7,9 @@ Modules:
   protocol     POPCORN_FD result parsing, tamper rules, output truncation
   process      running one harness process: pipes drained concurrently, process-group timeout kill
   environment  the scrubbed environment handed to user code
+  sandbox      per-run directory, uid and limits; confine.py applies them to each process before exec
+  profiling    the ProfileResult of a profile stage
+  container    the runner image's entry point (payload in, result.json out, RunCompleted published)
   sysinfo      SystemInfo collection without importing torch
   cuda         the nvcc compile step
 

@@ -6,6 +6,8 @@ a payload given in the environment is first moved into a private file by one re-
 it in /proc/<pid>/environ, which the harness and user code (children, same user) could read.
 
 The result is written atomically (temporary file + rename) so a collector never sees a half-written result.json.
+Every harness, warm-up and compiler process runs in the sandbox of runner/sandbox.py (limits; as root also no
+network and a dedicated uid) unless --no-sandbox is given.
 Exit status: 0 when a result file was written (whatever it says), 1 otherwise.
 """
 
@@ -22,6 +24,7 @@ from schemas.contracts import FullResult
 
 from .execute import execute
 from .payload import PayloadError, decode_payload
+from .sandbox import SandboxPolicy
 
 PAYLOAD_ENV = "SUBMISSION_PAYLOAD"
 
@@ -64,13 +67,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--payload", type=Path, help=f"payload file (JSON or base64-zlib); default: ${PAYLOAD_ENV}")
     parser.add_argument("--result", type=Path, default=Path("result.json"), help="where to write the FullResult")
     parser.add_argument("--workdir", type=Path, default=None, help="parent of the temporary run directory")
+    parser.add_argument("--no-sandbox", action="store_true",
+                        help="run the harness unconfined (development only; see runner/sandbox.py)")
     args = parser.parse_args(argv)
     try:
         payload = decode_payload(read_payload_text(args.payload))
     except (PayloadError, OSError) as exc:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
-        result = execute(payload, workdir=args.workdir)
+        result = execute(payload, workdir=args.workdir, sandbox=None if args.no_sandbox else SandboxPolicy())
     try:
         write_result_atomically(result, args.result)
     except OSError as exc:

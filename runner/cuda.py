@@ -7,6 +7,7 @@ import re
 import shlex
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from schemas.contracts import CompileResult, RunPayload
@@ -61,8 +62,10 @@ def nvcc_command(nvcc: str, payload: RunPayload, run_dir: Path) -> list[str]:
             "-o", BINARY_NAME]
 
 
-def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str]) -> CompileResult:
-    """Compile the payload's sources in `run_dir` into `eval.out`. Never raises for user or config errors."""
+def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str],
+                 wrap: Callable[[list[str], float], list[str]] | None = None) -> CompileResult:
+    """Compile the payload's sources in `run_dir` into `eval.out`. Never raises for user or config errors.
+    `wrap` confines the compiler process (runner/sandbox.py); the recorded command is the unwrapped one."""
     nvcc = find_nvcc()
     if nvcc is None:
         return CompileResult(nvcc_found=False, success=False, stderr="nvcc not found on the runner", exit_code=-1)
@@ -72,7 +75,9 @@ def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str]) -> Com
     except ValueError as exc:
         return CompileResult(nvcc_version=version, success=False, stderr=f"invalid compile configuration: {exc}",
                              exit_code=113)
-    outcome = run_process(argv, cwd=str(run_dir), env=env, timeout=COMPILE_TIMEOUT_SECONDS, with_result_pipes=False)
+    launched = wrap(argv, COMPILE_TIMEOUT_SECONDS) if wrap is not None else argv
+    outcome = run_process(launched, cwd=str(run_dir), env=env, timeout=COMPILE_TIMEOUT_SECONDS,
+                          with_result_pipes=False)
     stderr = truncate_output(decode_output(bytes(outcome.stderr.data)), extra_lines=outcome.stderr.dropped_lines)
     if outcome.timed_out:
         stderr += f"\ncompilation timed out after {COMPILE_TIMEOUT_SECONDS} seconds"

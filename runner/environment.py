@@ -23,8 +23,8 @@ DROPPED_PREFIXES = (
     "DISCORD", "NATS_", "DATABASE", "POSTGRES", "PG", "REDIS", "HF_", "HUGGING", "WANDB",
 )
 # Removed when the upper-cased name contains one of these words.
-SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "API_KEY", "APIKEY", "ACCESS_KEY",
-                "PRIVATE_KEY", "AUTH", "COOKIE", "SESSION_KEY", "_URL", "_URI", "_DSN", "WEBHOOK")
+SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY", "AUTH", "COOKIE", "_URL", "_URI",
+                "_DSN", "WEBHOOK")
 
 
 def is_sensitive(name: str, value: str) -> bool:

@@ -7,10 +7,9 @@ errors, crashes, timeouts, failed checks) are recorded in the stage results of a
 
 from __future__ import annotations
 
+import os
 import shlex
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -20,7 +19,9 @@ from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, 
 from .cuda import BINARY_NAME, compile_cuda
 from .environment import scrubbed_environment
 from .process import run_process
+from .profiling import profile_result
 from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_output
+from .sandbox import RunSandbox, SandboxPolicy
 from .sysinfo import collect_system_info
 from .taskfile import render_case_file
 
@@ -28,7 +29,6 @@ WARM_UP_TIMEOUT_SECONDS = 120
 WARM_UP_FILE = "submission.py"
 TORCH_EXTENSION_MARKER = "-DTORCH_EXTENSION_NAME"
 SUCCESS_EXIT_CODES = (0, 112)
-PROFILE_UNSUPPORTED = "profile mode is not supported by this runner yet"
 
 
 @dataclass(frozen=True)
@@ -54,13 +54,17 @@ def plan_stages(payload: RunPayload) -> list[StagePlan]:
     return [test, benchmark, StagePlan("leaderboard", "leaderboard", timed_cases, payload.ranked_timeout)]
 
 
-def execute(payload: RunPayload, *, workdir: Path | None = None) -> FullResult:
+def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None) -> FullResult:
     """Run `payload` and return its FullResult. `workdir` is the parent of the fresh run directory (default: the
-    system temp dir); the run directory is removed afterwards."""
+    system temp dir); the run directory is removed afterwards. With a `sandbox` policy every process it starts is
+    confined (runner/sandbox.py); without one they run unconfined, still in a fresh directory."""
     system = SystemInfo()
     try:
         system = collect_system_info()
-        return FullResult(success=True, system=system, runs=_run_all(payload, workdir, system))
+        if sandbox is not None and system.runtime != "CPU":
+            sandbox = sandbox.for_gpu_host()
+        with RunSandbox(sandbox, workdir) as box:
+            return FullResult(success=True, system=system, runs=_run_all(payload, box, system))
     except Exception as exc:  # a runner failure, never the user's: report it instead of dying without a result
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
 
@@ -69,50 +73,44 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-def _run_all(payload: RunPayload, workdir: Path | None, system: SystemInfo) -> dict[str, EvalResult]:
+def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo) -> dict[str, EvalResult]:
     plans = plan_stages(payload)
-    if payload.mode == "profile":
-        stamp = _now()
-        return {plan.key: EvalResult(start=stamp, end=stamp, run=RunResult(
-            success=False, passed=False, stderr=PROFILE_UNSUPPORTED, exit_code=2)) for plan in plans}
-    base = Path(tempfile.mkdtemp(prefix="kernelbot-run-", dir=workdir))
-    try:
-        run_dir = base / "run"
-        run_dir.mkdir()
-        env = scrubbed_environment()
-        start = _now()
-        program, compilation = _prepare(payload, run_dir, env)
-        if program is None:  # compilation failed: the chain stops before its first stage
-            return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None)}
-        stage_env = _stage_environment(env, payload, system)
-        runs: dict[str, EvalResult] = {}
-        for index, plan in enumerate(plans):
-            # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
-            stage_start = start if index == 0 else _now()
-            runs[plan.key] = _run_stage(program, plan, payload, run_dir, base, stage_env, compilation, stage_start)
-            stage = runs[plan.key].run
-            if not (stage and stage.success and stage.passed):
-                break
-        return runs
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
+    env = box.environment(scrubbed_environment())
+    start = _now()
+    program, compilation = _prepare(payload, box, env)
+    if program is None:  # compilation failed: the chain stops before its first stage
+        return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None)}
+    stage_env = _stage_environment(env, payload, system)
+    runs: dict[str, EvalResult] = {}
+    for index, plan in enumerate(plans):
+        # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
+        stage_start = start if index == 0 else _now()
+        runs[plan.key] = _run_stage(program, plan, payload, box, stage_env, compilation, stage_start)
+        stage = runs[plan.key].run
+        if not (stage and stage.success and stage.passed) and payload.mode != "profile":
+            break
+    return runs
 
 
-def _prepare(payload: RunPayload, run_dir: Path, env: dict[str, str]) -> tuple[list[str] | None, CompileResult | None]:
+def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str]) -> tuple[list[str] | None, CompileResult | None]:
     """Write the files and warm up (py) or compile (cu). Returns the harness program (None when compilation
     failed) and the compile record."""
+    run_dir = box.run_dir
     if payload.lang == "py":
         if not payload.main or payload.main not in payload.sources:
             raise ValueError(f"py payload main {payload.main!r} is not one of its sources")
         _write_files(run_dir, payload.sources)
-        compilation = _warm_up(run_dir, env) if WARM_UP_FILE in payload.sources else None
+        box.seal()
+        compilation = _warm_up(box, env) if WARM_UP_FILE in payload.sources else None
         return [sys.executable, payload.main], compilation
     files = {**payload.headers, **payload.sources}
     _write_files(run_dir, files)
+    box.open_for_build()
     try:
-        compilation = compile_cuda(payload, run_dir, env)
+        compilation = compile_cuda(payload, run_dir, env, wrap=lambda argv, timeout: box.wrap(argv, timeout))
     finally:
         _remove_files(run_dir, files)  # user code must never read the reference sources
+        box.seal()
     return ([f"./{BINARY_NAME}"] if compilation.success else None), compilation
 
 
@@ -126,12 +124,16 @@ def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemI
     return stage_env
 
 
-def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, run_dir: Path, base: Path,
+def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, box: RunSandbox,
                env: dict[str, str], compilation: CompileResult | None, start: str) -> EvalResult:
-    case_file = base / f"{plan.key}.cases.txt"  # outside the run directory, beside it
+    case_file = box.base / f"{plan.key}.cases.txt"  # outside the run directory, beside it
     case_file.write_text(render_case_file(plan.cases), encoding="utf-8")
+    os.chmod(case_file, 0o644)
     argv = [*program, plan.harness_stage, str(case_file)]
-    outcome = run_process(argv, cwd=str(run_dir), env=env, timeout=plan.timeout)
+    ranks = max((int(case.get("world_size", 1)) for case in plan.cases if isinstance(case.get("world_size", 1), int)),
+                default=1)
+    outcome = run_process(box.wrap(argv, plan.timeout, ranks), cwd=str(box.run_dir), env=env,
+                          timeout=plan.timeout, reap=box.kill_strays)
     # Upstream's CUDA harness times only the last case in `leaderboard`, whatever ranking_by says.
     expected = None if payload.lang == "cu" and plan.harness_stage == "leaderboard" else len(plan.cases)
     if outcome.timed_out:
@@ -153,14 +155,17 @@ def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, run_dir
     )
     harness = {"version": result["harness-version"]} if "harness-version" in result else {}
     samples = parse_sample_lines(decode_output(bytes(outcome.data.data)))
-    return EvalResult(start=start, end=_now(), compilation=compilation, run=run, harness=harness, samples=samples)
+    profile = profile_result(result) if plan.harness_stage == "profile" else None
+    return EvalResult(start=start, end=_now(), compilation=compilation, run=run, harness=harness, samples=samples,
+                      profile=profile)
 
 
-def _warm_up(run_dir: Path, env: dict[str, str]) -> CompileResult | None:
+def _warm_up(box: RunSandbox, env: dict[str, str]) -> CompileResult | None:
     """Run the submission once (no POPCORN_* variables) to fill the inline-extension build cache; recorded only if
     it printed the torch extension build line."""
     argv = [sys.executable, WARM_UP_FILE]
-    outcome = run_process(argv, cwd=str(run_dir), env=env, timeout=WARM_UP_TIMEOUT_SECONDS, with_result_pipes=False)
+    outcome = run_process(box.wrap(argv, WARM_UP_TIMEOUT_SECONDS), cwd=str(box.run_dir), env=env,
+                          timeout=WARM_UP_TIMEOUT_SECONDS, with_result_pipes=False, reap=box.kill_strays)
     stdout = decode_output(bytes(outcome.stdout.data))
     if TORCH_EXTENSION_MARKER not in stdout:
         return None

@@ -73,8 +73,9 @@ def encode_payload(payload: RunPayload) -> str:
     return base64.b64encode(zlib.compress(raw)).decode("ascii")
 
 
-def decode_payload(data: str | bytes) -> RunPayload:
-    """Parse a payload given either as plain JSON or as its base64(zlib(json)) encoding."""
+def decode_payload_object(data: str | bytes) -> dict:
+    """The raw JSON object of a payload given either as plain JSON or as its base64(zlib(json)) encoding; it may
+    carry keys beyond the contract (a run's identity for the runner container)."""
     try:
         text = (data.decode("utf-8") if isinstance(data, bytes) else data).strip()
         if text.startswith("{"):
@@ -85,6 +86,17 @@ def decode_payload(data: str | bytes) -> RunPayload:
             obj = json.loads(zlib.decompress(base64.b64decode(compact, validate=True)).decode("utf-8"))
     except (binascii.Error, zlib.error, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PayloadError(f"payload is neither JSON nor base64(zlib(json)): {exc}") from exc
+    if not isinstance(obj, dict):
+        raise PayloadError("payload is not a JSON object")
+    return obj
+
+
+def decode_payload(data: str | bytes) -> RunPayload:
+    """Parse a payload given either as plain JSON or as its base64(zlib(json)) encoding."""
+    return payload_from_object(decode_payload_object(data))
+
+
+def payload_from_object(obj: dict) -> RunPayload:
     try:
         return RunPayload.model_validate(obj)
     except ValidationError as exc:

@@ -3,7 +3,8 @@
 All pipes (stdout, stderr, the POPCORN_FD result pipe and the POPCORN_DATA_FD bulk pipe) are read concurrently
 with a selector, so a child writing more than the 64 KiB pipe buffer never deadlocks (upstream read the result pipe
 only after exit). The child runs in its own session/process group; on timeout, and after a normal exit to reap
-stragglers, the whole group is killed. Resource limits (address space, process count...) are a later sandbox issue.
+stragglers, the whole group is killed. Confinement (limits, namespaces, uid) is runner/sandbox.py's, applied by
+wrapping argv.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 CAPTURE_LIMIT = 1 << 20  # stdout/stderr: far beyond the 16 KiB that is kept after truncation
@@ -58,9 +60,11 @@ def run_process(
     env: dict[str, str],
     timeout: float,
     with_result_pipes: bool = True,
+    reap: Callable[[], None] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` in its own process group; with `with_result_pipes`, export POPCORN_FD and POPCORN_DATA_FD.
 
+    `reap` runs after the group kill, for stragglers the group kill cannot reach (a sandbox kills its uid).
     Raises FileNotFoundError when the program does not exist (callers decide what that means).
     """
     env = dict(env)
@@ -89,7 +93,7 @@ def run_process(
     read_ends[proc.stdout.fileno()] = "stdout"
     read_ends[proc.stderr.fileno()] = "stderr"
     try:
-        timed_out, duration = _pump(proc, read_ends, streams, start, timeout)
+        timed_out, duration = _pump(proc, read_ends, streams, start, timeout, reap)
     finally:
         _kill_group(proc)
         proc.wait()
@@ -107,7 +111,7 @@ def run_process(
 
 
 def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, CapturedStream],
-          start: float, timeout: float) -> tuple[bool, float]:
+          start: float, timeout: float, reap: Callable[[], None] | None) -> tuple[bool, float]:
     """Read every pipe until EOF while watching the child's exit and the deadline. Returns (timed_out, duration)."""
     selector = selectors.DefaultSelector()
     for fd in read_ends:
@@ -125,10 +129,10 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
             now = time.monotonic()
             if ended_at is None and exit_fd is None and _has_exited(proc.pid):
                 ended_at = now
-                _kill_group(proc)  # stragglers, as below
+                _kill_group(proc, reap)  # stragglers, as below
             if ended_at is None and now >= deadline:
                 timed_out, ended_at = True, now
-                _kill_group(proc)
+                _kill_group(proc, reap)
             if ended_at is not None:
                 if not open_pipes or now >= ended_at + DRAIN_GRACE_SECONDS:
                     break
@@ -140,7 +144,7 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
                     selector.unregister(key.fd)
                     if ended_at is None:  # not when the exit is the one our timeout kill caused
                         ended_at = time.monotonic()
-                        _kill_group(proc)  # stragglers: daemons left behind by the harness or user code
+                        _kill_group(proc, reap)  # stragglers: daemons left behind by the harness or user code
                     continue
                 chunk = _read_chunk(key.fd)
                 if chunk is None:
@@ -182,11 +186,13 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen, reap: Callable[[], None] | None = None) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    if reap is not None:
+        reap()
 
 
 def _close_quietly(fd: int) -> None:

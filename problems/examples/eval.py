@@ -1,24 +1,29 @@
-"""KernelBot example harness for Python problems: `python eval.py <test|benchmark|leaderboard> <casefile>`.
+"""KernelBot example harness for Python problems: `python eval.py <test|benchmark|leaderboard|profile> <casefile>`.
 
 Speaks the POPCORN_FD protocol of harness.md §4: `key: value` lines on the result pipe, a single `check: pass|fail`
 at the end, exit 0 (all passed), 112 (a case failed), 111 (no usable POPCORN_FD), 113 (bad case file or seed),
 2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines.
 
-What it does right (harness.md §5.3): the secret seed leaves the environment (and, by one re-exec,
-/proc/self/environ) before the submission is imported and is mixed into every case seed with a keyed one-way
-function; the kernel gets a clone of a fresh input and is checked against the pristine original; every timed call
-gets a fresh input (benchmark and leaderboard stages use disjoint seed streams, so no stage can replay another) and
-is checked right after its sample; timing functions are bound before the import and re-verified after every call
-(a replaced `time.*` function fails the case); adaptive stopping with median + 95% CI.
+This process is the supervisor of harness.md §5.3.1: it owns the case file, the seed, the result pipes, input
+generation, the reference and checker, and the statistics; it never imports user code. The submission runs in a
+worker (harness_worker.py, one per rank) started in a directory holding neither reference.py nor this file, without
+POPCORN_* variables and without the result pipes. The supervisor is non-dumpable, so a worker running as the same
+user can neither ptrace it nor open its /proc files (memory, environment, file descriptors). Inputs and outputs
+travel as plain bytes (never pickle); every input is fresh and the kernel gets its own copy; every timed output is
+checked right after its sample. The worker reports each call's time; the supervisor times every request from its
+side (wall clock, and the worker's CPU clock as the kernel sees it) and rejects samples whose reported time falls
+short of what it measured by more than the overhead calibrated with no-op requests (harness.md §5.3.7), which
+defeats patched timers and work left to side threads.
 
-Known limitations, to be lifted by the supervisor/worker split (a later issue): the submission runs in this
-process, so it shares the timer, the checker and the result fd with the harness (the runner's tamper and
-consistency rules are the best-effort defence meanwhile); this CPU harness does not flush the last-level cache,
-runs torch on one thread and records no telemetry, so its timings are development-only (harness.md §5.6).
+The secret seed leaves the environment (and, by one re-exec, /proc/self/environ) at start-up and is mixed into
+every case seed with a keyed one-way function. This CPU harness does not flush the last-level cache and records no
+telemetry, so its timings are development-only (harness.md §5.6); on CUDA inputs the worker times with CUDA events
+on its stream, closes each sample with a device-wide synchronize and writes 2x the L2 before each call.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -28,18 +33,15 @@ import re
 import sys
 import time
 
-HARNESS_VERSION = "kernelbot-examples 0.2.0"
+HARNESS_VERSION = "kernelbot-examples 0.3.0"
 TIMER = "cpu-perf-counter"
-# Bound before any user code is imported, and re-verified after every call (timers_intact).
-_TIME_FUNCTIONS = {name: getattr(time, name) for name in (
-    "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time", "time_ns", "process_time",
-    "process_time_ns", "thread_time", "thread_time_ns")}
-_perf_counter_ns, _monotonic = _TIME_FUNCTIONS["perf_counter_ns"], _TIME_FUNCTIONS["monotonic"]
+# No user code runs in this process; the worker binds and re-verifies its own timing references.
+_perf_counter_ns, _monotonic = time.perf_counter_ns, time.monotonic
 
 EXIT_FAILED, EXIT_NO_FD, EXIT_BAD_INPUT, EXIT_USAGE = 112, 111, 113, 2
-STAGES = ("test", "benchmark", "leaderboard")
+STAGES = ("test", "benchmark", "leaderboard", "profile")
 # (max samples, sum-of-samples budget in ns, wall-clock limit per case in s); CPU-sized, see module docstring.
-LIMITS = {"benchmark": (200, 1_000_000_000, 10.0), "leaderboard": (1000, 2_000_000_000, 20.0)}
+LIMITS = {"benchmark": (200, 1_000_000_000, 2.0), "leaderboard": (1000, 2_000_000_000, 3.0)}
 MIN_SAMPLES = 10
 WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 # Warm-up and benchmark-stage inputs start far from the leaderboard stage's iterations 1, 2, ... but public seeds
@@ -47,6 +49,17 @@ WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
+WORKER_FILE = "harness_worker.py"
+HIDDEN_FROM_WORKER = ("reference.py",)  # besides this file itself
+# The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
+# exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
+# more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
+# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness tolerates 20% of
+# rejected calls where harness.md §5.3.7 says 10%. A patched timer or a side thread hiding its work is rejected on
+# nearly every call.
+PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.2
+OVERHEAD_CAP_NS = 2_000_000
+MAX_WORKER_STARTS = 3
 PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[-+0-9,\s]*\]|[+-]?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\s*\Z")
 
 
@@ -62,13 +75,6 @@ def mix_seed(secret: int | None, seed: int, iteration: int) -> int:
 def timed_iteration(stage: str, sample: int) -> int:
     """The input iteration of timed call `sample` (1-based) of a stage; leaderboard keeps upstream's numbering."""
     return BENCHMARK_ITERATION_BASE + sample if stage == "benchmark" else sample
-
-
-def timers_intact() -> str:
-    """Empty when every timing function is still the one bound at start-up, else the tampering error."""
-    replaced = [name for name, bound in _TIME_FUNCTIONS.items() if getattr(time, name, None) is not bound]
-    replaced += ["the time module"] if sys.modules.get("time") is not time else []
-    return f"timer tampering detected: {', '.join(replaced)} replaced" if replaced else ""
 
 
 def parse_case_line(line: str) -> dict:
@@ -107,7 +113,7 @@ class Channel:
     literal backslash-n back into a newline)."""
 
     def __init__(self, fd: int):
-        os.set_inheritable(fd, False)  # subprocesses started by user code must not inherit it
+        os.set_inheritable(fd, False)  # no worker or other subprocess may inherit it
         self.file = os.fdopen(fd, "w", buffering=1, encoding="utf-8")
 
     def write(self, key: str, value) -> None:
@@ -117,79 +123,129 @@ class Channel:
 
 
 class Harness:
-    def __init__(self, secret: int | None, channel: Channel, data_fd: int | None):
-        import warnings
-
-        # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.
-        warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    def __init__(self, secret: int | None, channel: Channel, data_fd: int | None, wire, group, world_size: int):
+        import reference
         import torch
 
-        import reference
-
-        self.torch = torch
-        # Bound now: replacing the module attributes later does not reach the harness.
+        self.torch, self.wire = torch, wire
+        self.source_dir, self.hidden = worker_files()
+        self.group, self.group_size, self.group_ready, self.starts, self.failure = group, world_size, False, 1, None
         self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
         self.secret = secret
         self.out = channel
         self.data_fd = data_fd
         torch.manual_seed(secret if secret is not None else 42)
-        # One intra-op thread: the public and secret runs of a submission execute side by side, and spinning
-        # OpenMP pools oversubscribing the cores made CPU timings 10-30x slower and far noisier.
-        torch.set_num_threads(1)
-        from submission import custom_kernel  # only now: the seed is gone from the environment
 
-        self.kernel = custom_kernel
+    # -- workers --
 
-    def clone(self, value):
-        if isinstance(value, (list, tuple)):
-            return type(value)(self.clone(item) for item in value)
-        if isinstance(value, dict):
-            return {key: self.clone(item) for key, item in value.items()}
-        return value.clone() if isinstance(value, self.torch.Tensor) else value
+    def spawn(self, world_size: int) -> None:
+        self.starts += 1
+        self.group, self.group_size, self.group_ready = self.wire.WorkerGroup(
+            self.source_dir, self.hidden, world_size), world_size, False
 
-    def storages(self, value) -> set[int]:
-        if isinstance(value, self.torch.Tensor):
-            pointer = value.untyped_storage().data_ptr()
-            return {pointer} if pointer else set()
-        items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
-        return set().union(*(self.storages(item) for item in items))
+    def workers(self, world_size: int):
+        """The worker group for a case, started (or restarted after a crash) on demand; None with self.failure."""
+        if self.group is not None and self.group_size != world_size:
+            self.stop_workers()
+        if self.failure:  # the submission cannot start: every case fails with the same reason, no restart
+            return None
+        if self.group is None:
+            if self.starts >= MAX_WORKER_STARTS:
+                self.failure = f"the worker crashed {self.starts} times"
+                return None
+            self.spawn(world_size)
+        if not self.group_ready:
+            try:
+                problem = self.group.start(1 << 20)
+            except self.wire.WorkerDied as exc:
+                problem = str(exc)
+            if problem:
+                self.stop_workers()
+                self.failure = problem
+                return None
+            self.group_ready = True
+        return self.group
 
-    def generate(self, case: dict, iteration: int):
+    def stop_workers(self) -> None:
+        if self.group is not None:
+            self.group.stop()
+            self.group = None
+
+    # -- one request --
+
+    def generate(self, case: dict, iteration: int, rank: int | None):
         if "seed" in case:
             case = {**case, "seed": mix_seed(self.secret, case["seed"], iteration)}
-        return self.generate_input(**case)
+        return self.generate_input(**case) if rank is None else self.generate_input(**case, rank=rank)
 
-    def verify(self, pristine, given, output) -> tuple[bool, str]:
-        if self.storages(output) & self.storages(given):
-            return False, "output shares storage with an input"
+    def verify(self, pristine, output) -> tuple[bool, str]:
         verdict = self.check_implementation(pristine, output)
         if isinstance(verdict, (tuple, bool)):
             return (bool(verdict[0]), str(verdict[1])) if isinstance(verdict, tuple) else (verdict, "")
         return not verdict, str(verdict)  # legacy: a message string, empty means pass
 
-    def call(self, case: dict, iteration: int) -> tuple[bool, str, int]:
-        """Generate, run the kernel on a clone, check against the untouched original. Returns (ok, message, ns)."""
-        pristine = self.generate(case, iteration)
-        given = self.clone(pristine)
+    def request(self, kind: str, case: dict, iteration: int) -> tuple[bool, str, dict]:
+        """Fresh inputs (one per rank), one worker request, every output checked against the pristine inputs.
+        Returns (ok, message, measurement) with the reported ns, the supervisor's wall and worker-CPU ns."""
+        world_size = int(case.get("world_size", 1))
+        group = self.workers(world_size)
+        if group is None:
+            return False, self.failure, {}
+        ranks = [None] if world_size == 1 else list(range(world_size))
+        pristine = [self.generate(case, iteration, rank) for rank in ranks]
+        frames = [self.wire.pack(self.torch, value, exact=False) for value in pristine]
+        limit = 64 * max(len(body) for _, body in frames) + (64 << 20)
         try:
-            start = _perf_counter_ns()
-            output = self.kernel(given)
-            elapsed = _perf_counter_ns() - start
-            tampering = timers_intact()
-            ok, message = (False, tampering) if tampering else self.verify(pristine, given, output)
-        except Exception as exc:  # the kernel's failure is this case's failure, not a harness crash
-            return False, f"{type(exc).__name__}: {exc}", 0
-        return ok, message, elapsed
+            replies, wall, cpu = group.exchange(kind, frames, limit)
+        except self.wire.WorkerDied as exc:
+            self.stop_workers()
+            return False, str(exc), {}
+        for rank, ((header, body), original) in enumerate(zip(replies, pristine)):
+            prefix = f"rank {rank} - " if world_size > 1 else ""
+            if header.get("error"):
+                return False, prefix + str(header["error"]), {}
+            if kind == "ping":
+                continue
+            try:
+                output = self.wire.unpack(self.torch, header, body)
+            except (ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
+                self.stop_workers()
+                return False, f"{prefix}worker protocol violation: {exc}", {}
+            ok, message = self.verify(original, output)
+            if not ok:
+                return False, prefix + (message or "check failed"), {}
+        reported = replies[0][0].get("ns")
+        if not isinstance(reported, int) or reported < 0:
+            return False, "the worker reported no time", {}
+        return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", "")}
+
+    # -- stages --
 
     def run_tests(self, cases: list[tuple[str, dict]]) -> bool:
         self.out.write("test-count", len(cases))
         all_passed = True
         for i, (spec, case) in enumerate(cases):
             self.out.write(f"test.{i}.spec", spec)
-            ok, message, _ = self.call(case, 0)
+            ok, message, _ = self.request("call", case, 0)
             self.out.write(f"test.{i}.status", "pass" if ok else "fail")
             if not ok or message:
                 self.out.write(f"test.{i}.{'message' if ok else 'error'}", message or "check failed")
+            all_passed &= ok
+        return all_passed
+
+    def run_profiles(self, cases: list[tuple[str, dict]]) -> bool:
+        self.out.write("profiler", "torch.profiler")
+        self.out.write("benchmark-count", len(cases))
+        all_passed = True
+        for i, (spec, case) in enumerate(cases):
+            self.out.write(f"benchmark.{i}.spec", spec)
+            ok, message, measured = self.request("profile", case, 0)
+            if ok:
+                report = base64.b64encode(str(measured["report"]).encode()).decode().replace("/", "*")
+                self.out.write(f"benchmark.{i}.report", report)
+            else:
+                self.out.write(f"benchmark.{i}.error", message or "check failed")
+            self.out.write(f"benchmark.{i}.status", "pass" if ok else "fail")
             all_passed &= ok
         return all_passed
 
@@ -200,7 +256,7 @@ class Harness:
         all_passed = True
         for i, (spec, case) in enumerate(cases):
             self.out.write(f"benchmark.{i}.spec", spec)
-            samples, error = self.measure(stage, case)
+            samples, error, discarded = self.measure(stage, case)
             if error:
                 self.out.write(f"benchmark.{i}.status", "fail")
                 self.out.write(f"benchmark.{i}.error", error)
@@ -211,6 +267,7 @@ class Harness:
             for key, value in summarize(samples).items():
                 self.out.write(f"benchmark.{i}.{key}", value)
             self.out.write(f"benchmark.{i}.timer", TIMER)
+            self.out.write(f"benchmark.{i}.discarded", discarded)
             self.out.write(f"benchmark.{i}.status", "pass")
             self.send_data({"key": f"benchmark.{i}", "samples_ns": samples, "timer": TIMER})
         return all_passed
@@ -218,28 +275,56 @@ class Harness:
     def warm_up(self, case: dict) -> None:
         started, calls = _perf_counter_ns(), 0
         while calls < WARM_UP_CALLS or _perf_counter_ns() - started < WARM_UP_NS:
-            self.call(case, WARM_UP_ITERATION_BASE + calls)
+            self.request("call", case, WARM_UP_ITERATION_BASE + calls)
             calls += 1
 
-    def measure(self, stage: str, case: dict) -> tuple[list[int], str]:
+    def calibrate(self, case: dict) -> int:
+        """The no-op overhead of one request for this case: the median over pings (inputs never used again),
+        capped so that a worker slowing its pings down cannot buy itself room."""
+        overheads = []
+        for ping in range(PINGS):
+            ok, _, measured = self.request("ping", case, WARM_UP_ITERATION_BASE - 1 - ping)
+            if ok:
+                overheads.append(self.window(measured))
+        return min(sorted(overheads)[len(overheads) // 2] if overheads else OVERHEAD_CAP_NS, OVERHEAD_CAP_NS)
+
+    @staticmethod
+    def window(measured: dict) -> int:
+        """What the supervisor saw a request take: wall time, or less where the worker's CPU clock says so (the
+        wall clock also counts the worker waiting for a core on a busy host)."""
+        cpu = measured["cpu"]
+        return measured["wall"] if cpu is None else min(measured["wall"], cpu)
+
+    def measure(self, stage: str, case: dict) -> tuple[list[int], str, int]:
         max_samples, sample_budget, wall_limit = LIMITS[stage]
-        ok, message, _ = self.call(case, 0)  # one untimed correctness check first
+        ok, message, _ = self.request("call", case, 0)  # one untimed correctness check first
         if not ok:
-            return [], message or "check failed"
+            return [], message or "check failed", 0
+        overhead = self.calibrate(case)
         samples: list[int] = []
-        started = _monotonic()
+        started, violating = _monotonic(), 0
         total = total_squares = 0
-        for sample in range(1, max_samples + 1):
+        for sample in range(1, 2 * max_samples + 1):
             # A fresh input every call, checked right after.
-            ok, message, elapsed = self.call(case, timed_iteration(stage, sample))
+            ok, message, measured = self.request("call", case, timed_iteration(stage, sample))
             if not ok:
-                return [], f"timed call {sample}: {message or 'check failed'}"
+                return [], f"timed call {sample}: {message or 'check failed'}", violating
+            elapsed = measured["ns"]
+            if self.window(measured) - elapsed > 2 * overhead + max(CROSS_CHECK_ABS_NS, CROSS_CHECK_REL * elapsed):
+                violating += 1
+                if violating >= MIN_SAMPLES and violating > sample // 2:  # early out: hiding work shows at once
+                    return [], (f"unsynchronized work or timer tampering detected: {violating} of {sample} calls "
+                                f"took longer than the worker reported"), violating
+                continue
             samples.append(elapsed)
             total, total_squares = total + elapsed, total_squares + elapsed * elapsed
-            if len(samples) >= MIN_SAMPLES and (total > sample_budget or _monotonic() - started > wall_limit
-                                                or self.converged(samples, total, total_squares)):
+            if len(samples) >= max_samples or (len(samples) >= MIN_SAMPLES and (
+                    total > sample_budget or _monotonic() - started > wall_limit
+                    or self.converged(samples, total, total_squares))):
                 break
-        return samples, ""
+        if violating > MAX_VIOLATING * (len(samples) + violating):
+            return [], f"unsynchronized work or timer tampering detected: {violating} calls took longer than reported", violating
+        return samples, "", violating
 
     @staticmethod
     def converged(samples: list[int], total: int, total_squares: int) -> bool:
@@ -269,8 +354,8 @@ def _pop_fd(name: str) -> int | None:
 
 
 def hide_seed_by_reexec() -> None:
-    """Unsetting a variable leaves it in /proc/self/environ, which user code can read: re-exec once with the seed
-    moved into a pipe that is drained before the submission is imported."""
+    """Unsetting a variable leaves it in /proc/self/environ: re-exec once with the seed moved into a pipe that is
+    drained before any worker starts."""
     raw = os.environ.pop("POPCORN_SEED", None)
     if raw is not None:
         read_end, write_end = os.pipe()
@@ -280,34 +365,75 @@ def hide_seed_by_reexec() -> None:
         os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, SEED_FD_VARIABLE: str(read_end)})
 
 
+def worker_files() -> tuple[str, tuple[str, ...]]:
+    """The directory whose files the worker gets, and the names it must not get (this file, the reference)."""
+    return os.path.dirname(os.path.abspath(sys.argv[0])), (os.path.basename(sys.argv[0]), *HIDDEN_FROM_WORKER)
+
+
+def make_undumpable() -> None:
+    """No ptrace and no /proc/<pid>/{mem,environ,fd} for processes of the same user, the workers included."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] not in STAGES:
         print(f"usage: {argv[0]} <{'|'.join(STAGES)}> <casefile>", file=sys.stderr)
         return EXIT_USAGE
     hide_seed_by_reexec()
+    make_undumpable()
     result_fd = _pop_fd("POPCORN_FD")
     if result_fd is None:
         print("POPCORN_FD is missing or not an open file descriptor", file=sys.stderr)
         return EXIT_NO_FD
     data_fd = _pop_fd("POPCORN_DATA_FD")
-    if data_fd is not None:  # like the result pipe: never inherited by processes the submission starts
+    if data_fd is not None:  # like the result pipe: never inherited by a worker
         os.set_inheritable(data_fd, False)
+    try:
+        with open(argv[2], encoding="utf-8") as handle:
+            cases = [(line.strip(), parse_case_line(line)) for line in handle if line.strip()]
+    except (OSError, ValueError) as exc:
+        print(f"cannot read the cases: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # The first worker is forked now, with torch imported but before the seed is read or reference.py imported,
+    # so it starts fast and holds nothing secret. Later workers (other world sizes, restarts) are fresh processes.
+    import warnings
+
+    # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import harness_worker as wire
+    import torch
+
+    torch.set_num_threads(1)  # side-by-side runs on few cores: spinning OpenMP pools made timings 10-30x noisier
+    world_size = int(cases[0][1].get("world_size", 1)) if cases else 1
+    group = wire.WorkerGroup(*worker_files(), world_size, fork=True)
     raw_seed, seed_fd = "", _pop_fd(SEED_FD_VARIABLE)
     if seed_fd is not None:
         with os.fdopen(seed_fd, "rb") as pipe:  # drained and closed: the secret now lives only in this process
             raw_seed = pipe.read().decode()
     try:
         secret = int(raw_seed) if raw_seed else None
-        with open(argv[2], encoding="utf-8") as handle:
-            cases = [(line.strip(), parse_case_line(line)) for line in handle if line.strip()]
-    except (OSError, ValueError) as exc:
-        print(f"cannot read the cases: {exc}", file=sys.stderr)
+    except ValueError:
+        group.stop()
+        print("cannot read the seed", file=sys.stderr)
         return EXIT_BAD_INPUT
     channel = Channel(result_fd)
     channel.write("harness-version", HARNESS_VERSION)
-    harness = Harness(secret, channel, data_fd)
+    harness = Harness(secret, channel, data_fd, wire, group, world_size)
     stage = argv[1]
-    passed = harness.run_tests(cases) if stage == "test" else harness.run_benchmarks(stage, cases)
+    try:
+        if stage == "test":
+            passed = harness.run_tests(cases)
+        elif stage == "profile":
+            passed = harness.run_profiles(cases)
+        else:
+            passed = harness.run_benchmarks(stage, cases)
+    finally:
+        harness.stop_workers()
     channel.write("check", "pass" if passed else "fail")
     channel.file.close()
     return 0 if passed else EXIT_FAILED

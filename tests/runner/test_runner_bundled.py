@@ -46,13 +46,12 @@ print(f"-DTORCH_EXTENSION_NAME=probe seen={SEEN_AT_IMPORT}", flush=True)
 
 
 def public_inputs():
-    # The RNG-regeneration exploit: rebuild every input from the public case lines with the reference generator.
-    from reference import generate_input
+    # The RNG-regeneration exploit: rebuild every input from identity_py's public test cases (task.yml) with its
+    # public generator. The worker running this holds neither the case file nor reference.py.
+    import torch
 
-    with open(sys.argv[2]) as handle:
-        for line in handle:
-            case = dict(part.split(": ") for part in line.strip().split("; "))
-            yield generate_input(**{key: int(value) for key, value in case.items()})
+    for size, seed in [(1, 4242), (17, 5236), (256, 1001), (4099, 77)]:
+        yield torch.randn(size, generator=torch.Generator().manual_seed(seed), dtype=torch.float32)
 
 
 def custom_kernel(data):

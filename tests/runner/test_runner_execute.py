@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 import zlib
 from pathlib import Path
 
@@ -134,10 +136,20 @@ def test_chain_stops_after_a_failing_stage(tiny_payload):
     assert list(result.runs) == ["test"] and result.runs["test"].run.result["test.0.error"] == "nope"
 
 
-def test_profile_mode_is_reported_as_unsupported(tiny_payload):
-    result = execute(tiny_payload(PASSING_HARNESS, mode="profile", benchmarks=[{"size": 1}, {"size": 2}]))
+def test_profile_mode_runs_one_profile_stage_per_benchmark_and_zips_its_report(tiny_payload):
+    harness = """
+    import base64, os, sys
+    out = os.fdopen(int(os.environ["POPCORN_FD"]), "w")
+    spec = open(sys.argv[2]).read().strip()
+    report = base64.b64encode(("table for " + sys.argv[1] + " " + spec).encode()).decode().replace("/", "*")
+    out.write("benchmark-count: 1\\nbenchmark.0.spec: " + spec + "\\nbenchmark.0.report: " + report + "\\ncheck: pass\\n")
+    """
+    result = execute(tiny_payload(harness, mode="profile", benchmarks=[{"size": 1}, {"size": 2}]))
     assert result.success and list(result.runs) == ["profile.0", "profile.1"]
-    assert all(not r.run.success and "not supported" in r.run.stderr for r in result.runs.values())
+    for index, stage in enumerate(result.runs.values()):
+        assert stage.run.passed and stage.profile.profiler == "torch.profiler"
+        with zipfile.ZipFile(io.BytesIO(base64.b64decode(stage.profile.trace))) as archive:
+            assert archive.read("benchmark.0.txt").decode() == f"table for profile size: {index + 1}"
 
 
 def test_runner_failure_is_a_failed_full_result(tiny_payload):
@@ -226,8 +238,13 @@ def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_pa
     harness = """
     import os
     out = os.fdopen(int(os.environ["POPCORN_FD"]), "w")
-    mine = open("/proc/self/environ", "rb").read()
-    parent = open(f"/proc/{os.getppid()}/environ", "rb").read()
+    def read(path):  # in the sandbox (root) the runner's /proc files belong to another uid: closed, not leaked
+        try:
+            return open(path, "rb").read()
+        except PermissionError:
+            return b""
+    mine = read("/proc/self/environ")
+    parent = read(f"/proc/{os.getppid()}/environ")
     out.write(f"leaked: {b'SUBMISSION_PAYLOAD' in mine + parent or b'POPCORN_SEED=' in parent}\\n")
     out.write("test-count: 1\\ntest.0.status: pass\\ncheck: pass\\n")
     """
@@ -247,7 +264,8 @@ def test_example_harness_exit_codes_before_any_case_runs(tmp_path):
     harness = str(PROBLEMS_ROOT / "examples" / "eval.py")
     env = {key: value for key, value in os.environ.items() if not key.startswith("POPCORN_")}
     assert subprocess.run([sys.executable, harness], env=env, capture_output=True).returncode == 2
-    assert subprocess.run([sys.executable, harness, "profile", "x"], env=env, capture_output=True).returncode == 2
+    assert subprocess.run([sys.executable, harness, "bogus", "x"], env=env, capture_output=True).returncode == 2
+    assert subprocess.run([sys.executable, harness, "profile", "x"], env=env, capture_output=True).returncode == 111
     cases = tmp_path / "cases.txt"
     cases.write_text("size: 1.5; seed: 3\n")
     assert subprocess.run([sys.executable, harness, "test", str(cases)], env=env, capture_output=True).returncode == 111

@@ -1,0 +1,102 @@
+"""The runner image's entry point: `python -m runner.container [--payload-file FILE] [--result result.json]`.
+
+Reads the payload (base64 of zlib-compressed JSON, or plain JSON) from `--payload-file` (deleted once read) or from
+`SUBMISSION_PAYLOAD`, runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
+(`KB_NATS_URL`) and the payload names its run (`run_id`, `submission_id`, `leaderboard`; `backend` optional),
+publishes `RunCompleted` itself. The event id is the one the dispatcher's backend would use when it collects
+result.json instead (`RunCompleted:<run_id>`), so a result reported both ways is recorded once.
+
+Exit status: 0 when the result was written (and, if asked for, published), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+from schemas.contracts import FullResult
+from schemas.events import RunCompleted
+from schemas.streams import EVENTS
+
+from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
+from .execute import execute
+from .payload import PayloadError, decode_payload_object, payload_from_object
+from .sandbox import SandboxPolicy
+
+NATS_URL_ENV = "KB_NATS_URL"
+PUBLISH_TIMEOUT_S = 10.0
+
+
+def run_completed(raw: dict, result: FullResult) -> RunCompleted | None:
+    """The event for this run, or None when the payload does not name the run well enough to report it."""
+    if not all(raw.get(key) not in (None, "") for key in ("run_id", "submission_id", "leaderboard")):
+        return None
+    return RunCompleted(
+        run_id=str(raw["run_id"]), submission_id=int(raw["submission_id"]), leaderboard=str(raw["leaderboard"]),
+        gpu=str(raw.get("gpu", "")), mode=raw.get("mode", "test"), secret=bool(raw.get("secret", False)),
+        ranking_by=str(raw.get("ranking_by", "last")), backend=str(raw.get("backend", "container")), result=result,
+        correlation_id=str(raw["submission_id"]),
+    )
+
+
+async def publish(nats_url: str, event: RunCompleted) -> None:
+    """Publish to the EVENTS stream and wait for its acknowledgement (the fixed Nats-Msg-Id makes a retry safe)."""
+    import nats
+
+    client = await nats.connect(nats_url, connect_timeout=PUBLISH_TIMEOUT_S, max_reconnect_attempts=3)
+    try:
+        await client.jetstream().publish(event.subject, event.model_dump_json().encode(),
+                                         headers={"Nats-Msg-Id": event.message_id}, stream=EVENTS.name,
+                                         timeout=PUBLISH_TIMEOUT_S)
+    finally:
+        await client.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m runner.container", description="Run one KernelBot payload.")
+    parser.add_argument("--payload-file", type=Path, help=f"payload file (default: ${PAYLOAD_ENV})")
+    parser.add_argument("--result", type=Path, default=Path("result.json"), help="where to write the FullResult")
+    parser.add_argument("--no-sandbox", action="store_true", help="run the harness unconfined (development only)")
+    args = parser.parse_args(argv)
+    nats_url = os.environ.pop(NATS_URL_ENV, "")  # never handed on; the sandbox scrubs it as well
+    raw: dict = {}
+    try:
+        raw = decode_payload_object(read_payload_text(args.payload_file))
+        payload = payload_from_object(raw)
+    except (PayloadError, OSError) as exc:
+        result = FullResult(success=False, error=f"invalid payload: {exc}")
+    else:
+        result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy())
+    try:
+        write_result_atomically(result, args.result)
+    except OSError as exc:
+        print(f"cannot write {args.result}: {exc}", file=sys.stderr)
+        return 1
+    event = run_completed(raw, result)
+    if nats_url and event is not None:
+        try:
+            asyncio.run(publish(nats_url, event))
+        except Exception as exc:  # noqa: BLE001 - the result file stays for the backend to collect
+            print(f"could not publish RunCompleted: {exc!r}", file=sys.stderr)
+            return 1
+    return 0
+
+
+def reexec_with_payload_file(arguments: list[str]) -> None:
+    """Unsetting a variable leaves it in /proc/<pid>/environ: move the payload into a private file by one re-exec,
+    as `python -m runner` does."""
+    handle, path = tempfile.mkstemp(prefix="kernelbot-payload-", suffix=".txt")  # mode 0600
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(os.environ.pop(PAYLOAD_ENV))
+    os.execve(sys.executable, [sys.executable, "-m", "runner.container", "--payload-file", path, *arguments],
+              dict(os.environ))
+
+
+if __name__ == "__main__":
+    if PAYLOAD_ENV in os.environ and not any(arg.startswith("--payload-file") for arg in sys.argv[1:]):
+        reexec_with_payload_file(sys.argv[1:])
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""Admin routes that create, replace, sync and delete leaderboards (http-api.md §3.22, §3.23, §3.29).
+
+Every change is an event (LeaderboardCreated / LeaderboardUpdated / LeaderboardDeleted, and SubmissionDeleted for
+the submissions of a board deleted with force); the routes answer once the read model shows it, so the admin who
+asked reads their own writes. `POST /admin/problems/sync` is a platform extension: the same sync as
+update-problems, fed by an archive of a local checkout (`kernelbot problems sync`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fastapi import APIRouter, Depends, HTTPException, UploadFile
+from pydantic import BaseModel
+
+from problems import PROBLEMS_ROOT
+from runner.competition import DEFAULT_LIFETIME
+from runner.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
+from schemas.envelope import Event
+from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated, SubmissionDeleted
+from services.gateway import problem_archive, problems_repository
+from services.gateway.deps import Broker, Pool, Settings, require_admin
+from services.gateway.problemsync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
+from services.kit.bus import PublishFailed, publish
+
+router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
+# Besides SubmissionDeleted, which the gateway documents already.
+PUBLISHES = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
+
+VISIBILITIES = ("public", "closed")
+REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
+DIRECTORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+POLL_S = 0.05
+
+
+class DevLeaderboard(BaseModel):
+    directory: str | None = None
+    visibility: str | None = None
+
+
+class UpdateProblems(BaseModel):
+    repository: str = "gpu-mode/reference-kernels"
+    branch: str = "main"
+    problem_set: str | None = None
+    force: bool = False
+    visibility: str | None = None
+
+
+def _visibility(value: str | None) -> str:
+    value = "public" if value is None else value
+    if value not in VISIBILITIES:
+        raise HTTPException(400, "visibility must be 'public' or 'closed'")
+    return value
+
+
+def _board_content(event: Event) -> tuple:
+    return (event.task.model_dump(mode="json"), event.description, event.deadline)
+
+
+async def _await_projection(pool, settings, written: list[Event], deleted: list[str]) -> None:
+    """Wait (bounded) until the read model shows what was published; the events are durable either way."""
+    expected = {e.name.lower(): _board_content(e) for e in written}
+    names = list(expected) + [name.lower() for name in deleted]
+    give_up = time.monotonic() + settings.projection_wait_s
+    while names and time.monotonic() < give_up:
+        rows = await problems_repository.board_states(pool, names)
+        shown = all(rows.get(name) == content for name, content in expected.items())
+        if shown and not any(name.lower() in rows for name in deleted if name.lower() not in expected):
+            return
+        await asyncio.sleep(POLL_S)
+
+
+async def _deletion(pool, row, *, force: bool, tag: str) -> list[Event]:
+    """The events that delete a board: its live submissions first (with force), then the board itself."""
+    submissions = await problems_repository.live_submissions(pool, row["name"])
+    if submissions and not force:
+        raise HTTPException(400, f"Could not delete leaderboard `{row['name']}` with existing submissions.")
+    events: list[Event] = [SubmissionDeleted(submission_id=s["id"], user_id=str(s["user_id"]), by_admin=True)
+                           for s in submissions]
+    events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{tag}", name=row["name"],
+                                     task_hash=row["task_hash"], force=force))
+    return events
+
+
+def _dev_directory(root: Path, directory: str) -> Path:
+    """`<root>/<dir>` or `<root>/<set>/<dir>` (the reference-kernels layout), never outside the root."""
+    if not DIRECTORY.match(directory):
+        raise HTTPException(400, "Invalid problem directory")
+    resolved_root = root.resolve()
+    for candidate in (root / directory, *sorted(root.glob(f"*/{directory}"))):
+        if (candidate / TASK_FILE_NAME).is_file() and candidate.resolve().is_relative_to(resolved_root):
+            return candidate
+    raise HTTPException(400, "Invalid problem directory")
+
+
+@router.post("/leaderboards")
+async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broker, settings: Settings) -> dict:
+    """`<directory>-dev` from the development problems; an existing one is replaced only once all checks pass."""
+    if not body.directory:
+        raise HTTPException(400, "Missing required field: directory")
+    visibility = _visibility(body.visibility)
+    root = Path(settings.dev_problems_dir) if settings.dev_problems_dir else PROBLEMS_ROOT
+    directory = _dev_directory(root, body.directory)
+    name = f"{body.directory}-dev".lower()
+    if name_problem(name):
+        raise HTTPException(400, "Invalid problem directory")
+    try:
+        problem = await asyncio.to_thread(load_problem, directory, root=root)
+    except TaskFileError as exc:
+        raise HTTPException(400, f"Invalid task definition: {str(exc).replace(str(root.resolve()), 'problems')}")
+    if not problem.gpus:
+        raise HTTPException(400, "No gpus specified in task.yml. Add 'gpus:' field with list of GPU types.")
+    tag = uuid.uuid4().hex
+    existing = await problems_repository.board(pool, name)
+    events = await _deletion(pool, existing, force=True, tag=tag) if existing else []
+    created = LeaderboardCreated(
+        event_id=f"LeaderboardCreated:{name}:{tag}", name=name, description=problem.description,
+        task=problem.task, task_hash=problem.task_hash, templates=problem.templates, gpus=problem.gpus,
+        deadline=datetime.now(UTC) + DEFAULT_LIFETIME, visibility=visibility, secret_seed=secrets.randbits(31),
+        creator_id=0, forum_id=-1,
+    )
+    for event in [*events, created]:
+        await publish(broker, event)
+    await _await_projection(pool, settings, [created], [])
+    return {"status": "ok", "leaderboard": name}
+
+
+@router.delete("/leaderboards/{leaderboard}")
+async def delete_leaderboard(leaderboard: str, pool: Pool, broker: Broker, settings: Settings,
+                             force: bool = False) -> dict:
+    row = await problems_repository.board(pool, leaderboard)
+    if row is None:
+        raise HTTPException(404, f"Leaderboard `{leaderboard}` does not exist.")
+    for event in await _deletion(pool, row, force=force, tag=uuid.uuid4().hex):
+        await publish(broker, event)
+    await _await_projection(pool, settings, [], [row["name"]])
+    return {"status": "ok", "leaderboard": row["name"], "force": force}
+
+
+async def _sync_archive(data: bytes, pool, broker, settings, *, problem_set: str | None, force: bool,
+                        visibility: str) -> dict:
+    """Unpack, plan against the boards that exist, publish; per-problem failures land in the report."""
+    with tempfile.TemporaryDirectory(prefix="kernelbot-sync-") as scratch:
+        try:
+            await asyncio.to_thread(problem_archive.unpack, data, Path(scratch))
+            root = problem_archive.find_problems_root(Path(scratch))
+        except problem_archive.ArchiveError as exc:
+            return {"status": "ok", **SyncPlan(errors=[{"name": "download", "error": str(exc)}]).report()}
+        boards = await problems_repository.boards(pool)
+        try:
+            plan = await asyncio.to_thread(
+                plan_sync, root, boards, problem_set=problem_set, force=force, visibility=visibility,
+                now=datetime.now(UTC), new_secret=lambda: secrets.randbits(31), event_tag=uuid.uuid4().hex)
+        except ProblemSetNotFound as exc:
+            raise HTTPException(400, str(exc)) from exc
+    stored = []
+    for event in plan.events:
+        try:
+            await publish(broker, event)
+            stored.append(event)
+        except PublishFailed as exc:
+            plan.fail(event, str(exc))
+    await _await_projection(pool, settings, stored, [])
+    return {"status": "ok", **plan.report()}
+
+
+@router.post("/update-problems")
+async def update_problems(body: UpdateProblems, pool: Pool, broker: Broker, settings: Settings) -> dict:
+    """Sync the problems of a repository branch (reference-kernels by default)."""
+    if "/" in body.branch:
+        raise HTTPException(400, "Branch names with slashes are not supported")
+    visibility = _visibility(body.visibility)
+    if not REPOSITORY.match(body.repository) or not body.branch:
+        raise HTTPException(400, "repository must be <owner>/<name> and branch must not be empty")
+    url = problem_archive.archive_url(settings.problems_archive_url, body.repository, body.branch)
+    try:
+        data = await problem_archive.download(url)
+    except problem_archive.ArchiveError as exc:
+        return {"status": "ok", **SyncPlan(errors=[{"name": "download", "error": str(exc)}]).report()}
+    return await _sync_archive(data, pool, broker, settings, problem_set=body.problem_set, force=body.force,
+                               visibility=visibility)
+
+
+@router.post("/problems/sync")
+async def sync_uploaded_problems(file: UploadFile, pool: Pool, broker: Broker, settings: Settings,
+                                 problem_set: str | None = None, force: bool = False,
+                                 visibility: str | None = None) -> dict:
+    """Platform extension: the sync of update-problems over an uploaded zip or tar.gz of a checkout's problems/."""
+    visibility = _visibility(visibility)
+    return await _sync_archive(await file.read(), pool, broker, settings, problem_set=problem_set, force=force,
+                               visibility=visibility)
