@@ -1,19 +1,33 @@
 """Admission: the one place where a submission is judged acceptable. Pure; the gateway and the dispatcher use it.
 
 Checks follow http-api.md §6 in its order; each failure carries the status and the exact detail a client sees.
+The gateway judges with what its read model shows, for an immediate answer; the dispatcher judges again, with its
+own count of accepted submissions, and its decision is the one that stands.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
+
+from services.dispatcher.refusal import Refusal, Refused, refuse
+from services.dispatcher.source_rules import check_directives, check_polite_file_name, check_streams
+
+__all__ = ["Refusal", "Refused"]
 
 MAX_SUBMISSION_BYTES = 1_000_000
 MAX_FILE_NAME = 255
 USER_MODES = ("test", "benchmark", "leaderboard", "profile")
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 EXTENSIONS_BY_LANG = {"py": (".py",), "cu": (".cu", ".cuh", ".cpp")}
+RATE_CATEGORIES = ("test", "leaderboard")
+RATE_WINDOW = timedelta(hours=1)
+INTAKE_CLOSED = "The bot is currently not accepting any new submissions, please try again later."
+BANNED = "You are banned from making submissions."
+CLOSED_NEEDS_CLI = "Closed leaderboards only accept submissions via CLI"
+NO_ACCESS = "You do not have access to this leaderboard"
 
 
 @dataclass(frozen=True)
@@ -24,61 +38,84 @@ class LeaderboardView:
     gpus: tuple[str, ...]
     deadline: datetime
     lang: str
+    visibility: str = "public"
 
 
 @dataclass(frozen=True)
-class Refusal:
-    status: int
-    detail: str
+class Applicant:
+    """Who submits: `via_cli` for a popcorn-cli identity, `invited` when a claimed invite covers the leaderboard."""
+
+    banned: bool = False
+    via_cli: bool = True
+    invited: bool = False
 
 
-class Refused(Exception):
-    def __init__(self, refusal: Refusal) -> None:
-        super().__init__(refusal.detail)
-        self.refusal = refusal
+@dataclass(frozen=True)
+class RateLimit:
+    """A leaderboard's limit for one category and the caller's accepted submissions in it (any age)."""
+
+    max_per_hour: int
+    accepted_at: tuple[datetime, ...] = ()
 
 
-def _refuse(status: int, detail: str) -> None:
-    raise Refused(Refusal(status, detail))
+def rate_category(mode: str) -> str:
+    return "leaderboard" if mode == "leaderboard" else "test"
+
+
+def check_intake(accepting: bool) -> None:
+    if not accepting:
+        refuse(503, INTAKE_CLOSED)
+
+
+def check_banned(applicant: Applicant) -> None:
+    if applicant.banned:
+        refuse(403, BANNED)
 
 
 def check_mode(mode: str) -> str:
     mode = mode.lower()
     if mode == "private":
-        _refuse(400, "Submission mode 'private' is not supported for this endpoint")
+        refuse(400, "Submission mode 'private' is not supported for this endpoint")
     if mode not in USER_MODES:
-        _refuse(400, f"Invalid submission mode value: '{mode}'")
+        refuse(400, f"Invalid submission mode value: '{mode}'")
     return mode
 
 
 def check_leaderboard(name: str, board: LeaderboardView | None) -> LeaderboardView:
     if board is None:
-        _refuse(404, f"Leaderboard `{name}` does not exist.")
+        refuse(404, f"Leaderboard `{name}` does not exist.")
     return board
+
+
+def check_access(board: LeaderboardView, applicant: Applicant) -> None:
+    """Step 5: a closed leaderboard takes CLI identities holding an invite to it; web identities never."""
+    if board.visibility == "public":
+        return
+    if not applicant.via_cli:
+        refuse(403, CLOSED_NEEDS_CLI)
+    if not applicant.invited:
+        refuse(403, NO_ACCESS)
 
 
 def check_gpu(board: LeaderboardView, gpu: str) -> None:
     if not board.gpus:
-        _refuse(400, f"No available GPUs for leaderboard `{board.name}`.")
+        refuse(400, f"No available GPUs for leaderboard `{board.name}`.")
     if gpu not in board.gpus:
         supported = ", ".join(sorted(board.gpus))
-        _refuse(400, f"GPU type '{gpu}' is not supported for leaderboard '{board.name}'. Supported GPUs: {supported}")
+        refuse(400, f"GPU type '{gpu}' is not supported for leaderboard '{board.name}'. Supported GPUs: {supported}")
 
 
 def check_deadline(board: LeaderboardView, now: datetime) -> None:
     if now > board.deadline:
-        _refuse(
-            400,
-            f"The deadline to submit to {board.name} has passed.\nIt was {board.deadline} and today is {now}.",
-        )
+        refuse(400, f"The deadline to submit to {board.name} has passed.\nIt was {board.deadline} and today is {now}.")
 
 
 def normalise_file_name(raw: str | None) -> str:
     name = os.path.basename((raw or "").replace("\\", "/")) or "submission.py"
     if len(name) > MAX_FILE_NAME:
-        _refuse(400, "File name is too long")
+        refuse(400, "File name is too long")
     if any(ord(ch) < 32 for ch in name):
-        _refuse(400, "File name contains control characters")
+        refuse(400, "File name contains control characters")
     return name
 
 
@@ -86,45 +123,86 @@ def check_file(board: LeaderboardView, file_name: str, content: bytes) -> str:
     """Steps 9-13 of http-api.md §6; returns the decoded code."""
     lower = file_name.lower()
     if lower.endswith(ARCHIVE_SUFFIXES):
-        _refuse(400, "Archive submissions are not supported; submit a single .py, .cu, .cuh or .cpp file.")
+        refuse(400, "Archive submissions are not supported; submit a single .py, .cu, .cuh or .cpp file.")
     if not lower.endswith((".py", ".cu", ".cuh", ".cpp")):
-        _refuse(400, "Please provide a Python (.py) or CUDA (.cu / .cuh / .cpp) file")
+        refuse(400, "Please provide a Python (.py) or CUDA (.cu / .cuh / .cpp) file")
+    check_polite_file_name(file_name)
     accepted = EXTENSIONS_BY_LANG.get(board.lang, ())
     if accepted and not lower.endswith(accepted):
-        _refuse(400, f"Leaderboard '{board.name}' accepts {' / '.join(accepted)} files")
+        refuse(400, f"Leaderboard '{board.name}' accepts {' / '.join(accepted)} files")
     if not content:
-        _refuse(400, "Empty file submitted. Please provide a file with code.")
+        refuse(400, "Empty file submitted. Please provide a file with code.")
     if len(content) > MAX_SUBMISSION_BYTES:
-        _refuse(413, "Submission file is too large (limit: 1MB).")
+        refuse(413, "Submission file is too large (limit: 1MB).")
     try:
         code = content.decode("utf-8")
     except UnicodeDecodeError:
-        _refuse(400, "Failed to decode submission file content as UTF-8.")
+        refuse(400, "Failed to decode submission file content as UTF-8.")
     if "\x00" in code:
-        _refuse(400, "Failed to decode submission file content as UTF-8.")
+        refuse(400, "Failed to decode submission file content as UTF-8.")
     return code
 
 
-def admit(
-    *,
-    leaderboard_name: str,
-    board: LeaderboardView | None,
-    gpus: list[str],
-    mode: str,
-    file_name: str,
-    code: str,
-    now: datetime,
-) -> Refusal | None:
+def check_rate_limit(limit: RateLimit | None, category: str, now: datetime) -> None:
+    """Step 16: blocked when the accepted submissions of the last hour reach the maximum; retry once enough of
+    them have left the window (with count == max, when the oldest leaves), rounded up, at least 1 s."""
+    if limit is None:
+        return
+    counted = sorted(at for at in limit.accepted_at if at > now - RATE_WINDOW)
+    count, most = len(counted), limit.max_per_hour
+    if most <= 0:
+        refuse(429, f"Rate limit exceeded: {count}/0 {category} submissions per hour. Submissions of this kind are "
+                    "currently disabled for this leaderboard.")
+    if count >= most:
+        frees_at = counted[count - most] + RATE_WINDOW
+        seconds = max(1, math.ceil((frees_at - now).total_seconds()))
+        refuse(429, f"Rate limit exceeded: {count}/{most} {category} submissions per hour. "
+                    f"Try again in {seconds}s.", retry_after_s=seconds)
+
+
+@dataclass(frozen=True)
+class Admitted:
+    mode: str
+    file_name: str
+    code: str
+    category: str
+
+
+def judge(*, accepting: bool, applicant: Applicant, leaderboard_name: str, board: LeaderboardView | None,
+          gpus: list[str], mode: str, file_name: str | None, content: bytes, now: datetime,
+          rate_limit: RateLimit | None = None, deadline_applies: bool = True) -> Admitted:
+    """Every check of http-api.md §6 after authentication, in its order; raises the first refusal.
+
+    `rate_limit` is the leaderboard's limit for this submission's category, None when there is none.
+    """
+    check_intake(accepting)
+    check_banned(applicant)
+    mode = check_mode(mode)
+    board = check_leaderboard(leaderboard_name, board)
+    check_access(board, applicant)
+    if not gpus:
+        refuse(400, "No GPU selected")
+    for gpu in gpus:
+        check_gpu(board, gpu)
+    if deadline_applies:
+        check_deadline(board, now)
+    name = normalise_file_name(file_name)
+    code = check_file(board, name, content)
+    check_streams(code)
+    check_directives(code, leaderboard_name)
+    category = rate_category(mode)
+    check_rate_limit(rate_limit, category, now)
+    return Admitted(mode=mode, file_name=name, code=code, category=category)
+
+
+def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[str], mode: str, file_name: str,
+          code: str, now: datetime, accepting: bool = True, applicant: Applicant = Applicant(),
+          rate_limit: RateLimit | None = None, deadline_applies: bool = True) -> Refusal | None:
     """The dispatcher's authoritative decision on a received submission; None means accepted."""
     try:
-        check_mode(mode)
-        board = check_leaderboard(leaderboard_name, board)
-        if not gpus:
-            _refuse(400, "No GPU selected")
-        for gpu in gpus:
-            check_gpu(board, gpu)
-        check_deadline(board, now)
-        check_file(board, normalise_file_name(file_name), code.encode("utf-8", errors="surrogatepass"))
+        judge(accepting=accepting, applicant=applicant, leaderboard_name=leaderboard_name, board=board, gpus=gpus,
+              mode=mode, file_name=file_name, content=code.encode("utf-8", errors="surrogatepass"), now=now,
+              rate_limit=rate_limit, deadline_applies=deadline_applies)
     except Refused as refused:
         return refused.refusal
     return None

@@ -6,11 +6,16 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from schemas.auth_events import OAuthUserRegistered
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
+from schemas.policy_events import POLICY_EVENTS
 from services.gateway import errors, openapi
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
+from services.gateway.routes import auth, pages
+from services.gateway.routes import admin_problems
 from services.gateway.waiter import ProjectionWaiter
+from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
 from services.kit.settings import GatewaySettings
@@ -19,7 +24,9 @@ from services.kit.settings import GatewaySettings
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     broker = make_broker(settings.nats_url, log_level=settings.log_level)
-    document_publishers(broker, "gateway", (SubmissionReceived, SubmissionDeleted, CliUserRegistered))
+    document_publishers(broker, "gateway", (SubmissionReceived, SubmissionDeleted, CliUserRegistered,
+                                             OAuthUserRegistered, *POLICY_EVENTS))
+    document_publishers(broker, "gateway", admin_problems.PUBLISHES)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -42,10 +49,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.state.broker = broker
     errors.install(app)
     # Fixed routes first: the streaming submit's three free segments come last (http-api.md §1.5).
-    for module in (health, leaderboards, submissions, user, admin, stream):
+    app.include_router(admin_problems.router)  # fixed /admin paths, before the streaming catch-all
+    for module in (health, leaderboards, submissions, user, admin, auth, pages, stream):
         app.include_router(module.router)
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
+    metrics.install_http(app)  # /metrics, /ready and request latency by route, outermost
     return app

@@ -1,4 +1,5 @@
-"""Who may see and submit to a leaderboard (http-api.md §3.5, §6 steps 4-6), in one place for every route."""
+"""Who may see a leaderboard (http-api.md §3.4, §3.5), in one place for every read route. Submitting is judged by
+the shared admission policy (services.dispatcher.policy)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from services.gateway.deps import User
 def view(row) -> policy.LeaderboardView:
     """What the shared admission rules need to know of a leaderboard row."""
     return policy.LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"],
-                                  lang=row["task"].get("lang", "py"))
+                                  lang=row["task"].get("lang", "py"), visibility=row["visibility"])
 
 
 async def existing(pool: asyncpg.Pool, name: str):
@@ -30,18 +31,8 @@ async def readable(pool: asyncpg.Pool, name: str, user: User | None):
         if user is None:
             raise HTTPException(401, "Authentication required for closed leaderboard")
         if not await repository.has_invite(pool, user.user_id, row["id"]):
-            raise HTTPException(403, "You do not have access to this leaderboard")
+            raise HTTPException(403, policy.NO_ACCESS)
     return row
-
-
-async def check_submit_access(pool: asyncpg.Pool, row, user: User) -> None:
-    """§6 step 5: a closed leaderboard accepts only CLI identities that hold an invite to it."""
-    if row["visibility"] == "public":
-        return
-    if not user.via_cli:
-        raise HTTPException(403, "Closed leaderboards only accept submissions via CLI")
-    if not await repository.has_invite(pool, user.user_id, row["id"]):
-        raise HTTPException(403, "You do not have access to this leaderboard")
 
 
 def ranked_gpu(row, gpu: str) -> str:

@@ -75,6 +75,18 @@ async def optional_user(
     return await _identify(pool, x_popcorn_cli_id, x_web_auth_id)
 
 
+async def quiet_user(
+    pool: Pool,
+    x_popcorn_cli_id: Annotated[str | None, Header()] = None,
+    x_web_auth_id: Annotated[str | None, Header()] = None,
+) -> User | None:
+    """NONE class that still reads identity (GET /leaderboards): an invalid header counts as anonymous."""
+    try:
+        return await _identify(pool, x_popcorn_cli_id, x_web_auth_id)
+    except HTTPException:
+        return None
+
+
 async def cli_user(pool: Pool, x_popcorn_cli_id: Annotated[str | None, Header()] = None) -> User:
     """CLI auth class: only X-Popcorn-Cli-Id counts (a web id alone is a missing header)."""
     if not x_popcorn_cli_id:
@@ -88,6 +100,7 @@ async def cli_user(pool: Pool, x_popcorn_cli_id: Annotated[str | None, Header()]
 CurrentUser = Annotated[User, Depends(current_user)]
 OptionalUser = Annotated[User | None, Depends(optional_user)]
 CliUser = Annotated[User, Depends(cli_user)]
+QuietUser = Annotated[User | None, Depends(quiet_user)]
 
 
 async def require_admin(settings: Settings, authorization: Annotated[str | None, Header()] = None) -> None:

@@ -31,7 +31,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Refused)
     async def refused(_: Request, exc: Refused) -> JSONResponse:
-        return JSONResponse({"detail": exc.refusal.detail}, status_code=exc.refusal.status)
+        retry = exc.refusal.retry_after_s
+        headers = {"Retry-After": str(retry)} if retry is not None else None
+        return JSONResponse({"detail": exc.refusal.detail}, status_code=exc.refusal.status, headers=headers)
 
     @app.exception_handler(PublishFailed)
     async def unavailable(_: Request, exc: PublishFailed) -> JSONResponse:

@@ -1,20 +1,26 @@
-"""The one admission path of every submit route (http-api.md §6): check in order, then record the submission.
+"""The one admission path of every submit route (http-api.md §6): judge, record, and answer with the decision.
 
-The rules themselves live in services.dispatcher.policy, shared with the dispatcher; this module only runs them in
-the order of §6 against what the gateway can read, and publishes SubmissionReceived once they pass.
+The rules live in services.dispatcher.policy, shared with the dispatcher. The gateway judges first with what its
+read model shows, so most refusals cost no event; then it publishes SubmissionReceived and waits for the
+dispatcher's authoritative decision, so a submission refused there (two parallel requests racing for the last
+rate-limit slot, a ban that just landed) still gets its plain HTTP error instead of a 202.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from fastapi import HTTPException, Request, UploadFile
+from fastapi import Request, UploadFile
 
 from schemas.events import SubmissionReceived
 from services.dispatcher import policy
 from services.gateway import boards, repository
 from services.gateway.deps import User
+from services.kit.bus import publish
+
+CATEGORY_MODES = {"leaderboard": ("leaderboard",), "test": ("test", "benchmark", "profile")}
 
 
 @dataclass(frozen=True)
@@ -25,33 +31,67 @@ class Accepted:
     mode: str
 
 
-async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile, *,
-                 check_deadline: bool = True) -> Accepted:
-    """Validate a submission (authentication already done) and record it; raises the first failure of §6.
+async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile,
+                deadline_applies: bool) -> tuple[policy.Admitted, str]:
+    """The policy's judgement with what the read model shows; the admitted submission and the board's name."""
+    pool = request.app.state.pool
+    now = datetime.now(UTC)
+    category = policy.rate_category(mode.lower())
+    found = await repository.admission(pool, leaderboard, user.user_id, category)
+    board = boards.view(found) if found["id"] is not None else None
+    rate_limit = None
+    if board is not None and found["rate_max"] is not None:
+        recent = await repository.recent_submissions(pool, user.user_id, found["id"], CATEGORY_MODES[category],
+                                                     now - policy.RATE_WINDOW)
+        rate_limit = policy.RateLimit(found["rate_max"], recent)
+    content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
+    applicant = policy.Applicant(banned=user.banned, via_cli=user.via_cli, invited=found["invited"])
+    admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,
+                            board=board, gpus=[gpu], mode=mode, file_name=file.filename, content=content, now=now,
+                            rate_limit=rate_limit, deadline_applies=deadline_applies)
+    return admitted, found["name"]
 
-    Returns once the read model shows the submission (or the settings' projection wait has passed), so the client
-    may poll it at once. Not checked here yet, for want of their read models: the kill switch (step 1), the stream
-    content filter (14), `#!POPCORN` directives (15) and rate limits (16).
+
+async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile, *,
+                 deadline_applies: bool = True) -> Accepted:
+    """Validate a submission (authentication already done) and record it; raises the first refusal of §6.
+
+    Returns once the dispatcher accepted it and the read model shows it queued, or once the settings' projection
+    wait has passed (the submission is then still recorded and judged; the client polls it).
     """
     state = request.app.state
-    pool = state.pool
-    if user.banned:
-        raise HTTPException(403, "You are banned from making submissions.")
-    mode = policy.check_mode(mode)
-    row = await boards.existing(pool, leaderboard)
-    await boards.check_submit_access(pool, row, user)
-    board = boards.view(row)
-    policy.check_gpu(board, gpu)
-    if check_deadline:
-        policy.check_deadline(board, datetime.now(UTC))
-    file_name = policy.normalise_file_name(file.filename)  # refuses control characters, NUL included
-    content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
-    code = policy.check_file(board, file_name, content)
-
-    submission_id = await repository.next_submission_id(pool)
+    admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies)
+    submission_id = await repository.next_submission_id(state.pool)
     received = SubmissionReceived(
-        submission_id=submission_id, leaderboard=board.name, gpus=[gpu], mode=mode, user_id=user.user_id,
-        user_name=user.user_name, file_name=file_name, code=code, correlation_id=str(submission_id),
+        submission_id=submission_id, leaderboard=board_name, gpus=[gpu], mode=admitted.mode,
+        user_id=user.user_id, user_name=user.user_name, file_name=admitted.file_name, code=admitted.code,
+        via_cli=user.via_cli, deadline_applies=deadline_applies, correlation_id=str(submission_id),
     )
-    await state.waiter.publish_and_wait(state.broker, received, submission_id, state.settings.projection_wait_s)
-    return Accepted(submission_id, board.name, gpu, mode)
+    await record_and_await_decision(state, received)
+    return Accepted(submission_id, board_name, gpu, admitted.mode)
+
+
+async def record_and_await_decision(state, received: SubmissionReceived) -> None:
+    """Publish, then wait (notified by the ledger) until the dispatcher's decision shows; raise its refusal."""
+    pool, waiter, submission_id = state.pool, state.waiter, received.submission_id
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + state.settings.projection_wait_s
+    projected = waiter.expect(submission_id)
+    try:
+        await publish(state.broker, received)
+    except BaseException:
+        await waiter.wait(submission_id, projected, 0)
+        raise
+    pending = projected
+    while True:
+        if await waiter.wait(submission_id, pending, max(0.0, deadline - loop.time())) is False:
+            return  # the pipeline is slow: answer now, the decision will show on the poll
+        pending = waiter.expect(submission_id)  # before reading, so a notification after the read is not lost
+        row = await repository.decision(pool, submission_id)
+        if row is not None and (row["status"] == "rejected" or row["planned"] or row["done"]):
+            await waiter.wait(submission_id, pending, 0)
+            break
+    if row["status"] == "rejected":
+        payload = await repository.rejection(pool, submission_id) or {}
+        raise policy.Refused(policy.Refusal(payload.get("status_code", 400), payload.get("reason", "rejected"),
+                                            payload.get("retry_after_s")))

@@ -57,18 +57,56 @@ ORDER BY score, submitted_at, submission_id LIMIT $3 OFFSET $4
 SUBMISSION_COUNT = f"""
 SELECT count(DISTINCT sc.user_id) AS users, count(*) FILTER (WHERE sc.user_id = $3) AS user_runs {ELIGIBLE}
 """
-# A job is queued from the moment its submission is recorded until a run of it starts (so the 202 of a new
-# submission already counts it), running until it ends.
+# Queues are read from the unfinished planned runs (one row per payload on a GPU), in one pass over a partial index:
+# never the backlog of jobs joined with submissions. A submission has exactly one public run per GPU, so counting
+# public runs counts submissions without a DISTINCT. With a submission ($2), also the runs waiting before its first.
 QUEUE = """
-SELECT count(*) FILTER (WHERE j.status IN ('initial', 'pending')) AS queued,
-       count(*) FILTER (WHERE j.status = 'running') AS running,
+WITH mine AS (SELECT min(requested_at) AS at FROM run_requests WHERE submission_id = $2 AND gpu = $1
+              AND status = 'queued')
+SELECT count(*) FILTER (WHERE status = 'queued' AND NOT secret) AS queued,
+       count(*) FILTER (WHERE status <> 'queued' AND NOT secret) AS running,
+       count(*) FILTER (WHERE status = 'queued') AS queued_runs,
+       count(*) FILTER (WHERE status <> 'queued') AS running_runs,
+       (SELECT at FROM mine) IS NOT NULL AS waiting,
+       count(*) FILTER (WHERE status = 'queued' AND NOT secret AND requested_at < (SELECT at FROM mine))
+           AS submissions_ahead,
+       count(*) FILTER (WHERE status = 'queued' AND requested_at < (SELECT at FROM mine)) AS runs_ahead,
        (SELECT backend FROM run_requests WHERE lower(gpu) = lower($1) AND backend IS NOT NULL
-        ORDER BY requested_at DESC LIMIT 1) AS backend
-FROM jobs j JOIN submissions s ON s.id = j.submission_id
-WHERE j.status IN ('initial', 'pending', 'running') AND NOT s.deleted
-  AND EXISTS (SELECT 1 FROM unnest(s.gpus) AS g WHERE lower(g) = lower($1))
+        ORDER BY requested_at DESC LIMIT 1) AS backend,
+       (SELECT avg(extract(epoch FROM finished_at - started_at)) FROM (
+            SELECT finished_at, started_at FROM run_requests
+            WHERE gpu = $1 AND status = 'completed' AND started_at IS NOT NULL
+            ORDER BY finished_at DESC LIMIT 20) AS recent) AS mean_run_s
+FROM run_requests WHERE gpu = $1 AND status IN ('queued', 'dispatched', 'running')
 """
 KNOWN_GPU = "SELECT g FROM leaderboards, unnest(gpus) AS g WHERE lower(g) = lower($1) LIMIT 1"
+HAS_INVITE = "SELECT EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids))"
+INVITED_BOARDS = "SELECT DISTINCT unnest(leaderboard_ids) AS id FROM invites WHERE user_id = $1"
+# What admission (http-api.md §6) reads, in one round trip: intake, the board (NULL columns when there is none),
+# whether the caller holds an invite to it, and its limit for the category.
+ADMISSION = """
+SELECT NOT EXISTS (SELECT 1 FROM intake WHERE NOT accepting) AS accepting, l.id, l.name, l.gpus, l.deadline,
+       l.task, l.visibility,
+       l.id IS NOT NULL AND EXISTS (SELECT 1 FROM invites i WHERE i.user_id = $2 AND l.id = ANY(i.leaderboard_ids))
+           AS invited,
+       (SELECT max_submissions_per_hour FROM rate_limits r WHERE r.leaderboard_id = l.id AND r.mode_category = $3)
+           AS rate_max
+FROM (SELECT 1) AS one LEFT JOIN leaderboards l ON lower(l.name) = lower($1)
+"""
+# Accepted (or not yet judged) submissions count against a rate limit, deleted ones too: deleting must not buy slots.
+RECENT_SUBMISSIONS = """
+SELECT submitted_at FROM submissions
+WHERE user_id = $1 AND leaderboard_id = $2 AND submitted_at > $4 AND mode = ANY($3::text[]) AND status <> 'rejected'
+"""
+# Judged once the dispatcher rejected it, or accepted it and its runs are recorded (so the queue counts it).
+DECISION = """
+SELECT s.status, s.done, EXISTS (SELECT 1 FROM run_requests r WHERE r.submission_id = s.id) AS planned
+FROM submissions s WHERE s.id = $1
+"""
+REJECTION = """
+SELECT payload FROM event_archive WHERE correlation_id = $1 AND event_type = 'SubmissionRejected'
+ORDER BY stream_seq LIMIT 1
+"""
 # Postgres bigint; larger ids name nothing and larger offsets skip everything.
 MAX_BIGINT = 2**63 - 1
 
@@ -129,18 +167,40 @@ async def submission_count(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, us
 
 
 async def has_invite(pool: asyncpg.Pool, user_id: str, leaderboard_id: int) -> bool:
-    """Whether a claimed invite opens a closed leaderboard to this user. Invites are not projected yet (no
-    InviteClaimed event exists), so nobody holds one: closed leaderboards stay closed to every user."""
-    return False
+    """Whether a claimed invite opens a closed leaderboard to this user."""
+    return await pool.fetchval(HAS_INVITE, user_id, leaderboard_id)
+
+
+async def invited_boards(pool: asyncpg.Pool, user_id: str) -> set[int]:
+    return {row["id"] for row in await pool.fetch(INVITED_BOARDS, user_id)}
 
 
 async def ping(pool: asyncpg.Pool, timeout_s: float) -> None:
     await pool.fetchval("SELECT 1", timeout=timeout_s)
 
 
-async def queue(pool: asyncpg.Pool, gpu: str):
+async def queue(pool: asyncpg.Pool, gpu: str, submission_id: int | None = None):
+    """The GPU's canonical name and its queue, with where `submission_id` waits in it; None for an unknown GPU."""
     known = await pool.fetchval(KNOWN_GPU, gpu)
     if known is None:
         return None
-    row = await pool.fetchrow(QUEUE, gpu)
-    return known, row
+    mine = submission_id if submission_id is not None and abs(submission_id) <= MAX_BIGINT else None
+    return known, await pool.fetchrow(QUEUE, known, mine), submission_id is not None
+
+
+async def admission(pool: asyncpg.Pool, leaderboard: str, user_id: str, category: str):
+    return await pool.fetchrow(ADMISSION, leaderboard, user_id, category)
+
+
+async def recent_submissions(pool: asyncpg.Pool, user_id: str, leaderboard_id: int, modes: tuple[str, ...],
+                             since) -> tuple:
+    return tuple(row["submitted_at"] for row in await pool.fetch(RECENT_SUBMISSIONS, user_id, leaderboard_id,
+                                                                  list(modes), since))
+
+
+async def decision(pool: asyncpg.Pool, submission_id: int):
+    return await pool.fetchrow(DECISION, submission_id)
+
+
+async def rejection(pool: asyncpg.Pool, submission_id: int) -> dict | None:
+    return await pool.fetchval(REJECTION, str(submission_id))

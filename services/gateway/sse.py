@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from services.gateway import reports
+from runner import reports
 from services.gateway.results import RunOutcome
 
 log = logging.getLogger("kernelbot.gateway")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 SECRET_HIDDEN_MODES = ("test", "benchmark")
@@ -14,13 +14,31 @@ def timestamp(value: datetime | None) -> str | None:
     return value.isoformat().replace("+00:00", "Z")
 
 
-def runner_queue(gpu: str, found) -> dict[str, Any]:
+def estimated_wait_s(mean_run_s: float | None, runs_ahead: int, running_runs: int) -> float | None:
+    """Seconds until a run waiting behind `runs_ahead` others starts, from the mean of the GPU's recent run
+    durations: what is ahead and what is running drains at the pace of the runs running now (at least one)."""
+    if mean_run_s is None:
+        return None
+    return round(float(mean_run_s) * (runs_ahead + running_runs) / max(1, running_runs), 1)
+
+
+def runner_queue(gpu: str, found, now: datetime | None = None) -> dict[str, Any]:
+    """The runner-queue object (http-api.md §3.6) plus queue visibility: for a waiting submission its `position`
+    (1 = next) and, for it or for a job submitted now, an estimated wait and start from recent run durations."""
     if found is None:
         return {"runner": "unknown", "gpu": gpu, "queued_jobs": None, "running_jobs": None,
-                "available_runners": None, "status": "unavailable", "error": "unknown gpu"}
-    name, row = found
+                "available_runners": None, "status": "unavailable", "error": "unknown gpu", "position": None,
+                "estimated_wait_s": None, "estimated_start": None}
+    name, row, for_submission = found
+    position, runs_ahead = None, row["queued_runs"]
+    if for_submission:
+        runs_ahead = row["runs_ahead"] if row["waiting"] else None
+        position = row["submissions_ahead"] + 1 if row["waiting"] else None
+    wait = None if runs_ahead is None else estimated_wait_s(row["mean_run_s"], runs_ahead, row["running_runs"])
+    start = None if wait is None else timestamp((now or datetime.now(UTC)) + timedelta(seconds=wait))
     return {"runner": row["backend"] or "local", "gpu": name, "queued_jobs": row["queued"],
-            "running_jobs": row["running"], "available_runners": None, "status": "available", "error": None}
+            "running_jobs": row["running"], "available_runners": None, "status": "available", "error": None,
+            "position": position, "estimated_wait_s": wait, "estimated_start": start}
 
 
 def leaderboard(row, *, accessible: bool) -> dict[str, Any]:
@@ -74,3 +92,56 @@ def user_submission(row) -> dict[str, Any]:
         "submission_time": timestamp(row["submitted_at"]), "done": bool(row["done"]),
         "runs": [{"gpu_type": run["gpu_type"], "score": run["score"]} for run in row["runs"]],
     }
+
+
+def rate_limit(row) -> dict[str, Any]:
+    return {"id": row["id"], "leaderboard_id": row["leaderboard_id"], "leaderboard_name": row["leaderboard_name"],
+            "mode_category": row["mode_category"], "max_submissions_per_hour": row["max_submissions_per_hour"]}
+
+
+def invite(row) -> dict[str, Any]:
+    """popcorn-cli counts an invite as claimed iff `user_id` is a string."""
+    return {"code": row["code"], "user_id": None if row["user_id"] is None else str(row["user_id"]),
+            "user_name": row["user_name"], "claimed_at": timestamp(row["claimed_at"]),
+            "created_at": timestamp(row["created_at"])}
+
+
+def admin_run(row) -> dict[str, Any]:
+    """A stage in the admin view (http-api.md §3.18): everything, secret runs included (harness.md §6)."""
+    evaluation = row["result"]
+    run = evaluation.get("run")
+    meta = None if run is None else {key: value for key, value in run.items() if key != "result"}
+    return {
+        "start_time": timestamp(row["start_time"]), "end_time": timestamp(row["end_time"]), "mode": row["stage"],
+        "secret": row["secret"], "runner": row["gpu"], "score": row["score"], "passed": row["passed"],
+        "compilation": evaluation.get("compilation"), "meta": meta, "result": None if run is None else run.get("result"),
+        "system": row["system"],
+    }
+
+
+def admin_submission(row, runs) -> dict[str, Any]:
+    return {
+        "submission_id": row["id"], "leaderboard_id": row["leaderboard_id"],
+        "leaderboard_name": row["leaderboard_name"] or "", "file_name": row["file_name"],
+        "user_id": str(row["user_id"]), "submission_time": timestamp(row["submitted_at"]), "done": bool(row["done"]),
+        "code": row["code"], "runs": [admin_run(r) for r in runs], "job_status": row["job_status"],
+        "job_error": row["job_error"], "job_last_heartbeat": timestamp(row["job_last_heartbeat"]),
+    }
+
+
+def stats(totals, by_gpu, by_user, *, last_day: bool) -> dict[str, Any]:
+    """Flat statistics (http-api.md §3.17); durations in seconds."""
+    found: dict[str, Any] = {"num_submissions": totals["num_submissions"], "sub_waiting": totals["sub_waiting"],
+                             "num_users": totals["num_users"]}
+    for row in by_gpu:
+        gpu = row["gpu"]
+        for key in ("num_run", "runs_passed", "runs_scored", "runs_secret"):
+            found[f"{key}.{gpu}"] = row[key]
+        for key in ("max_delay", "avg_delay", "total_runtime"):
+            found[f"{key}.{gpu}"] = round(float(row[key]), 3)
+    if last_day:
+        for row in by_user:
+            found[f"total.{row['user_id']}"] = round(float(row["total"]), 3)
+    else:
+        found["num_unique_codes"] = totals["num_unique_codes"]
+    return found

@@ -50,12 +50,16 @@ def test_runner_queue_counts_a_just_accepted_submission_while_it_waits(gateway):
     assert accepted.status_code == 202
     assert accepted.json()["runner_queue"]["queued_jobs"] == before["queued_jobs"] + 1
     queue = gateway.http.get("/runner_queue/Idle").json()
-    assert queue == {"runner": queue["runner"], "gpu": "idle", "queued_jobs": before["queued_jobs"] + 1,
-                     "running_jobs": 0, "available_runners": None, "status": "available", "error": None}
+    # the spec's keys; position and estimates are extra keys (tests/gateway/test_queue_visibility.py)
+    assert {key: queue[key] for key in ("runner", "gpu", "queued_jobs", "running_jobs", "available_runners",
+                                        "status", "error")} == {
+        "runner": queue["runner"], "gpu": "idle", "queued_jobs": before["queued_jobs"] + 1, "running_jobs": 0,
+        "available_runners": None, "status": "available", "error": None}
     assert isinstance(queue["runner"], str)
     assert gateway.http.get("/runner_queue/B300").json() == {
         "runner": "unknown", "gpu": "B300", "queued_jobs": None, "running_jobs": None, "available_runners": None,
-        "status": "unavailable", "error": "unknown gpu"}
+        "status": "unavailable", "error": "unknown gpu", "position": None, "estimated_wait_s": None,
+        "estimated_start": None}
 
 
 def test_health_and_leading_slashes(gateway):
@@ -108,3 +112,34 @@ def test_request_bodies_over_the_gateway_limits_are_refused_before_parsing(gatew
         assert (response.status_code, response.json()) == (413, too_large)
     assert (within_gateway_limit.status_code, within_gateway_limit.json()) == (
         413, {"detail": "Submission file is too large (limit: 1MB)."})
+
+
+def test_binary_empty_rude_and_path_traversal_uploads_get_clean_answers_and_nothing_is_recorded(gateway):
+    _, cli_id = new_user(gateway)
+    http = gateway.http
+
+    def listed() -> list[dict]:
+        return http.get("/user/submissions", headers=cli(cli_id)).json()
+
+    refused = {
+        "binary": (("k.py", b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe"), 400,
+                   "Failed to decode submission file content as UTF-8."),
+        "nul": (("k.py", b"print(1)\x00"), 400, "Failed to decode submission file content as UTF-8."),
+        "empty": (("k.py", b""), 400, "Empty file submitted. Please provide a file with code."),
+        "rude": (("shit.py", CODE.encode()), 400, "Please provide a non-rude filename"),
+        "archive": (("k.tar.gz", b"\x1f\x8b"), 400,
+                    "Archive submissions are not supported; submit a single .py, .cu, .cuh or .cpp file."),
+    }
+    for case, (upload, status, detail) in refused.items():
+        response = http.post("/submission/open/null/test", headers=cli(cli_id), files={"file": upload})
+        assert (response.status_code, response.json()) == (status, {"detail": detail}), case
+
+    # a traversing name is reduced to its base name and stored as that, never as a path
+    traversal = http.post("/submission/open/null/test", headers=cli(cli_id),
+                          files={"file": ("../../../etc/evil.py", CODE.encode())})
+    assert traversal.status_code == 202, traversal.text
+    submission_id = traversal.json()["details"]["id"]
+    shown = gateway.wait_done(cli_id, submission_id)
+    assert shown["file_name"] == "evil.py"
+    # only the accepted one was recorded: a refusal leaves no trace in the user's list
+    assert [entry["id"] for entry in listed()] == [submission_id]

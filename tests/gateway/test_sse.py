@@ -55,7 +55,9 @@ def test_a_streamed_test_submission_ends_with_one_result(gateway):
     assert list(full["runs"]) == ["test"]
     assert set(full["runs"]["test"]) == {"start", "end", "compilation", "run", "profile"}
     assert full["runs"]["test"]["run"]["result"]["check"] == "pass"
-    assert result["reports"] == ["**null on null ✅ success**\n> ✅ Testing successful"]
+    [report] = result["reports"]  # status lines, then the long report (harness.md §9.2)
+    assert report.startswith("**null on null ✅ success**\n> ✅ Testing successful\n\nRunning on:\n* GPU: `")
+    assert "## ✅ Passed " in report
     # the streamed submission is the same durable object the polling client reads
     assert gateway.submission(cli_id, submission_id)["job"]["status"] == "succeeded"
 
@@ -73,7 +75,10 @@ def test_a_ranked_stream_shows_the_secret_run_redacted(gateway):
         assert (run["stdout"], run["stderr"], run["command"], run["result"]) == ("", "", "", {})
         assert run["success"] is True and run["passed"] is True and isinstance(run["duration"], float)
     lines = "\n> ✅ Testing successful\n> ✅ Benchmarking successful\n> ✅ Leaderboard run successful"
-    assert result["reports"] == ["**null on null ✅ success**" + lines, "**null on null (secret) ✅ success**" + lines]
+    public_report, secret_report = result["reports"]
+    assert public_report.startswith("**null on null ✅ success**" + lines + "\n\nRunning on:")
+    assert "## Ranked Benchmark:" in public_report
+    assert secret_report == "**null on null (secret) ✅ success**" + lines  # status lines only, nothing more
 
 
 @pytest.mark.parametrize(("headers", "path", "status", "detail"), [

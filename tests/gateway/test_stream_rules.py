@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 
+from runner import reports
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import RunCompleted, SubmissionDeleted
-from services.gateway import reports, results, sse
+from services.gateway import results, sse
 from services.ledger import projections
 
 RUNNING = sse.JobState(deleted=False, done=False, rejected=False, job_status="running", job_error=None)

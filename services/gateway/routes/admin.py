@@ -1,4 +1,5 @@
-"""Admin routes of the spine: provisioning CLI identities (http-api.md §3.36)."""
+"""Admin routes (http-api.md §3.15-§3.36) under one ADMIN guard: provisioning CLI identities here, policy changes
+and submission tools in their own modules."""
 
 from __future__ import annotations
 
@@ -10,14 +11,18 @@ from pydantic import BaseModel
 from schemas.events import CliUserRegistered
 from services.gateway import repository
 from services.gateway.deps import Broker, Pool, require_admin
+from services.gateway.routes import admin_policy, admin_submissions
 from services.kit.bus import publish
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
+router.include_router(admin_policy.router)
+router.include_router(admin_submissions.router)
 
 
 class NewUser(BaseModel):
-    user_id: str
-    user_name: str
+    # Optional in the schema so that a missing field is the documented 400 (http-api.md §3.36), not a 422.
+    user_id: str = ""
+    user_name: str = ""
     cli_id: str | None = None
     web_auth_id: str | None = None
 

@@ -5,15 +5,17 @@ from __future__ import annotations
 from fastapi import APIRouter, HTTPException
 
 from services.gateway import boards, repository, views
-from services.gateway.deps import OptionalUser, Pool
+from services.gateway.deps import OptionalUser, Pool, QuietUser
 
 router = APIRouter()
 
 
 @router.get("/leaderboards")
-async def list_leaderboards(pool: Pool) -> list[dict]:
+async def list_leaderboards(pool: Pool, user: QuietUser) -> list[dict]:
+    """Every leaderboard; a closed one shows its task only to a caller holding an invite to it."""
     rows = await repository.leaderboards(pool)
-    return [views.leaderboard(row, accessible=row["visibility"] == "public") for row in rows]
+    invited = await repository.invited_boards(pool, user.user_id) if user is not None else set()
+    return [views.leaderboard(row, accessible=row["visibility"] == "public" or row["id"] in invited) for row in rows]
 
 
 @router.get("/gpus/{leaderboard}")

@@ -11,11 +11,15 @@ from services.gateway.deps import CurrentUser, Pool
 router = APIRouter()
 
 
-@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202)
-async def submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request, user: CurrentUser,
-                 pool: Pool) -> JSONResponse:
-    accepted = await intake.accept(request, user, leaderboard, gpu, mode, file)
-    queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
+async def accepted_response(pool, accepted: intake.Accepted) -> JSONResponse:
+    """The 202 of both background submit routes, with the submission's place in its GPU's queue."""
+    queue = views.runner_queue(accepted.gpu, await repository.queue(pool, accepted.gpu, accepted.submission_id))
     body = {"status": "accepted", "details": {"id": accepted.submission_id, "job_status_id": accepted.submission_id},
             "runner_queue": queue}
     return JSONResponse(body, status_code=202)
+
+
+@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202)
+async def submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request, user: CurrentUser,
+                 pool: Pool) -> JSONResponse:
+    return await accepted_response(pool, await intake.accept(request, user, leaderboard, gpu, mode, file))

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, Request
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, HTTPException, Request
 
 from schemas.events import SubmissionDeleted
-from services.gateway import repository, views
-from services.gateway.deps import Broker, CurrentUser, Pool, Settings
+from schemas.policy_events import InviteClaimed
+from services.gateway import admin_repository, repository, views
+from services.gateway.changes import bad_request, field, publish_and_settle
+from services.gateway.deps import Broker, CliUser, CurrentUser, Pool, Settings
 
 router = APIRouter(prefix="/user")
 
@@ -43,7 +47,7 @@ async def show_submission(submission_id: int, user: CurrentUser, pool: Pool) -> 
     row = await _owned(pool, submission_id, user.user_id, "view")
     runs = await repository.submission_runs(pool, submission_id)
     gpu = row["gpus"][0] if row["gpus"] else ""
-    return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu)))
+    return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
 
 
 @router.delete("/submissions/{submission_id}")
@@ -58,3 +62,29 @@ async def delete_submission(submission_id: int, request: Request, user: CurrentU
                                 correlation_id=str(submission_id))
     await request.app.state.waiter.publish_and_wait(broker, deleted, submission_id, settings.projection_wait_s)
     return {"status": "ok", "submission_id": submission_id}
+
+
+@router.post("/join")
+async def join(user: CliUser, request: Request, pool: Pool, body: Annotated[Any, Body()] = None) -> dict:
+    """Claim an invite code: its leaderboards open to the caller. Claiming one's own code again changes nothing."""
+    code = field(body, "code")
+    if not isinstance(code, str):
+        raise bad_request("Missing required field: code")
+    found = await admin_repository.invite(pool, code) if code and "\x00" not in code else None
+    if found is None:
+        raise bad_request("Invalid invite code")
+    if found["user_id"] is None:
+        async def shown() -> bool:
+            now = await admin_repository.invite(pool, code)
+            return now is None or now["user_id"] is not None
+
+        # Two users racing for one code publish the same message id: the stream keeps the first, and so does the
+        # projection, whenever a duplicate arrives.
+        claim = InviteClaimed(code=code, user_id=user.user_id, user_name=user.user_name)
+        await publish_and_settle(request, claim, shown)
+        found = await admin_repository.invite(pool, code)
+        if found is None:
+            raise bad_request("Invalid invite code")
+    if found["user_id"] != user.user_id:
+        raise bad_request("This invite code has already been claimed")
+    return {"status": "ok", "leaderboards": await admin_repository.board_names(pool, list(found["leaderboard_ids"]))}

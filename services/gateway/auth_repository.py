@@ -1,0 +1,50 @@
+"""SQL of OAuth registration: the gateway's private pending registrations, and the users they may collide with."""
+
+from __future__ import annotations
+
+import asyncpg
+
+PURGE_EXPIRED = "DELETE FROM oauth_registrations WHERE expires_at < now() - interval '1 hour'"
+PENDING_COUNT = "SELECT count(*) FROM oauth_registrations WHERE claimed_at IS NULL AND expires_at > now()"
+START = """
+INSERT INTO oauth_registrations (cli_id_digest, provider, expires_at)
+VALUES ($1, $2, now() + make_interval(secs => $3))
+"""
+PENDING = """
+SELECT 1 FROM oauth_registrations
+WHERE cli_id_digest = $1 AND provider = $2 AND claimed_at IS NULL AND expires_at > now()
+"""
+# Single use: of concurrent callbacks with one state, exactly one sees the row unclaimed.
+CLAIM = """
+UPDATE oauth_registrations SET claimed_at = now()
+WHERE cli_id_digest = $1 AND provider = $2 AND claimed_at IS NULL AND expires_at > now()
+RETURNING provider
+"""
+USER = "SELECT user_id, provider FROM users WHERE user_id = $1"
+BOUND = "SELECT 1 FROM users WHERE user_id = $1 AND cli_id = $2"
+
+
+async def start(pool: asyncpg.Pool, cli_id_digest: str, provider: str, ttl_s: float) -> None:
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute(PURGE_EXPIRED)
+        await conn.execute(START, cli_id_digest, provider, ttl_s)
+
+
+async def pending_count(pool: asyncpg.Pool) -> int:
+    return await pool.fetchval(PENDING_COUNT)
+
+
+async def pending(pool: asyncpg.Pool, cli_id_digest: str, provider: str) -> bool:
+    return await pool.fetchval(PENDING, cli_id_digest, provider) is not None
+
+
+async def claim(pool: asyncpg.Pool, cli_id_digest: str, provider: str) -> bool:
+    return await pool.fetchval(CLAIM, cli_id_digest, provider) is not None
+
+
+async def user(pool: asyncpg.Pool, user_id: str):
+    return await pool.fetchrow(USER, user_id)
+
+
+async def bound(pool: asyncpg.Pool, user_id: str, cli_id: str) -> bool:
+    return await pool.fetchval(BOUND, user_id, cli_id) is not None

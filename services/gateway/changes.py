@@ -1,0 +1,53 @@
+"""Admin and user changes of policy: published as events, answered once the read model shows them, so the caller
+(and the next request) reads its own write. Also the small checks of the JSON bodies these routes take."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from fastapi import HTTPException, Request
+
+from schemas.envelope import Event
+from services.kit.bus import publish
+
+SETTLE_POLL_S = 0.02
+
+
+def change_id() -> str:
+    """The identity of one admin action: fixed across publish retries, distinct from the same action redone."""
+    return uuid.uuid4().hex
+
+
+async def publish_and_settle(request: Request, event: Event, shown: Callable[[], Awaitable[bool]]) -> bool:
+    """Publish, then wait until `shown()` holds (the ledger projected the change) or the projection wait passes."""
+    state = request.app.state
+    await publish(state.broker, event)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + state.settings.projection_wait_s
+    while not await shown():
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(SETTLE_POLL_S)
+    return True
+
+
+def field(body: Any, name: str) -> Any:
+    """A key of a JSON object body; None when absent or when the body is no object."""
+    return body.get(name) if isinstance(body, dict) else None
+
+
+def text(value: Any) -> str | None:
+    """A usable JSON string (Postgres text holds no NUL), else None."""
+    return value if isinstance(value, str) and value and "\x00" not in value else None
+
+
+def integer(value: Any) -> int | None:
+    """A JSON integer (booleans are not), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def bad_request(detail: str) -> HTTPException:
+    return HTTPException(400, detail)

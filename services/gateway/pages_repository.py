@@ -1,0 +1,51 @@
+"""SQL the web pages read beyond the API's own queries (services/gateway/repository.py)."""
+
+from __future__ import annotations
+
+import asyncpg
+
+from services.gateway.repository import ELIGIBLE
+
+# The API's ranking (one best eligible run per user, http-api.md §3.7) with the leaderboard stage's result map,
+# from which the page computes each entry's interval.
+RANKING = f"""
+WITH best AS (
+    SELECT DISTINCT ON (sc.user_id) sc.submission_id, sc.user_id, sc.score, sc.submitted_at, sc.run_id,
+           s.file_name, s.user_name
+    {ELIGIBLE}
+    ORDER BY sc.user_id, sc.score, sc.submitted_at, sc.submission_id
+)
+SELECT b.*, RANK() OVER (ORDER BY b.score) AS rank, r.result -> 'run' -> 'result' AS stage_result
+FROM best b LEFT JOIN runs r ON r.run_id = b.run_id AND r.stage = 'leaderboard'
+ORDER BY b.score, b.submitted_at, b.submission_id
+LIMIT $3
+"""
+# Every eligible attempt in time order, for the plot of the best score over time.
+ATTEMPTS = f"""
+SELECT sc.score, sc.submitted_at, s.user_name {ELIGIBLE}
+ORDER BY sc.submitted_at, sc.submission_id
+LIMIT $3
+"""
+SESSION_USER = "SELECT user_id, user_name, cli_id FROM users WHERE user_id = $1"
+MY_SUBMISSIONS = """
+SELECT s.id, s.file_name, s.submitted_at, s.mode, s.gpus, s.done, l.name AS leaderboard_name, j.status AS job_status
+FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id LEFT JOIN jobs j ON j.submission_id = s.id
+WHERE s.user_id = $1 AND NOT s.deleted
+ORDER BY s.submitted_at DESC, s.id DESC LIMIT $2
+"""
+
+
+async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
+    return await pool.fetch(RANKING, leaderboard_id, gpu, limit)
+
+
+async def attempts(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
+    return await pool.fetch(ATTEMPTS, leaderboard_id, gpu, limit)
+
+
+async def session_user(pool: asyncpg.Pool, user_id: str):
+    return await pool.fetchrow(SESSION_USER, user_id)
+
+
+async def my_submissions(pool: asyncpg.Pool, user_id: str, limit: int):
+    return await pool.fetch(MY_SUBMISSIONS, user_id, limit)

@@ -1,0 +1,193 @@
+"""Admin policy routes (http-api.md §3.15, §3.16, §3.25-§3.28, §3.30-§3.34): kill switch, visibility, rate limits,
+invites and bans. Each change is an event (schemas.policy_events); the answer comes once the read model shows it."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, HTTPException, Request
+
+from schemas.policy_events import (
+    IntakePaused,
+    IntakeResumed,
+    InviteRevoked,
+    InvitesCreated,
+    LeaderboardVisibilityChanged,
+    RateLimitCleared,
+    RateLimitSet,
+    UserBanned,
+    UserUnbanned,
+)
+from services.dispatcher import policy
+from services.gateway import admin_repository, boards, repository, views
+from services.gateway.changes import bad_request, change_id, field, integer, publish_and_settle, text
+from services.gateway.deps import Pool
+
+router = APIRouter()
+JsonBody = Annotated[Any, Body()]
+MAX_INVITES = 10_000
+MAX_INT = 2**31 - 1
+BAD_CATEGORY = "mode_category must be 'test' or 'leaderboard'"
+
+
+# --- kill switch --------------------------------------------------------------------------------------------
+
+
+async def _intake(request: Request, pool, accepting: bool) -> dict:
+    event = IntakeResumed(change_id=change_id()) if accepting else IntakePaused(change_id=change_id())
+
+    async def shown() -> bool:
+        return await admin_repository.accepting(pool) is accepting
+
+    await publish_and_settle(request, event, shown)
+    return {"status": "ok", "accepts_jobs": accepting}
+
+
+@router.post("/start")
+async def start_intake(request: Request, pool: Pool) -> dict:
+    """Re-open submission intake (durable)."""
+    return await _intake(request, pool, True)
+
+
+@router.post("/stop")
+async def stop_intake(request: Request, pool: Pool) -> dict:
+    """Close submission intake; accepted jobs continue."""
+    return await _intake(request, pool, False)
+
+
+# --- bans ---------------------------------------------------------------------------------------------------
+
+
+async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
+    if await admin_repository.user(pool, user_id) is None:
+        raise HTTPException(404, f"User {user_id} not found")
+    cls = UserBanned if banned else UserUnbanned
+
+    async def shown() -> bool:
+        return (await admin_repository.user(pool, user_id))["banned"] is banned
+
+    await publish_and_settle(request, cls(user_id=user_id, change_id=change_id()), shown)
+    return {"status": "ok", "user_id": user_id, "banned": banned}
+
+
+@router.post("/ban/{user_id}")
+async def ban_user(user_id: str, request: Request, pool: Pool) -> dict:
+    return await _ban(request, pool, user_id, True)
+
+
+@router.delete("/ban/{user_id}")
+async def unban_user(user_id: str, request: Request, pool: Pool) -> dict:
+    return await _ban(request, pool, user_id, False)
+
+
+# --- visibility ---------------------------------------------------------------------------------------------
+
+
+@router.post("/leaderboards/{leaderboard}/visibility")
+async def set_visibility(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
+    board = await boards.existing(pool, leaderboard)
+    visibility = field(body, "visibility")
+    if visibility not in ("public", "closed"):
+        raise bad_request("visibility must be 'public' or 'closed'")
+
+    async def shown() -> bool:
+        return (await repository.leaderboard(pool, board["name"]))["visibility"] == visibility
+
+    event = LeaderboardVisibilityChanged(leaderboard=board["name"], visibility=visibility, change_id=change_id())
+    await publish_and_settle(request, event, shown)
+    return {"status": "ok", "leaderboard": board["name"], "visibility": visibility}
+
+
+# --- rate limits --------------------------------------------------------------------------------------------
+
+
+async def _limits(pool, board) -> dict[str, dict]:
+    return {row["mode_category"]: views.rate_limit(row) for row in await admin_repository.rate_limits(pool, board["id"])}
+
+
+@router.put("/leaderboards/{leaderboard}/rate-limits")
+async def set_rate_limit(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
+    board = await boards.existing(pool, leaderboard)
+    category, most = field(body, "mode_category"), integer(field(body, "max_submissions_per_hour"))
+    if category not in policy.RATE_CATEGORIES:
+        raise bad_request(BAD_CATEGORY)
+    if most is None or not 0 <= most <= MAX_INT:
+        raise bad_request("max_submissions_per_hour must be a non-negative integer")
+
+    async def shown() -> bool:
+        limit = (await _limits(pool, board)).get(category)
+        return limit is not None and limit["max_submissions_per_hour"] == most
+
+    event = RateLimitSet(leaderboard=board["name"], mode_category=category, max_submissions_per_hour=most,
+                         change_id=change_id())
+    await publish_and_settle(request, event, shown)
+    return {"status": "ok", "rate_limit": (await _limits(pool, board)).get(category)}
+
+
+@router.get("/leaderboards/{leaderboard}/rate-limits")
+async def list_rate_limits(leaderboard: str, pool: Pool) -> dict:
+    board = await boards.existing(pool, leaderboard)
+    return {"status": "ok", "leaderboard": board["name"], "rate_limits": list((await _limits(pool, board)).values())}
+
+
+@router.delete("/leaderboards/{leaderboard}/rate-limits/{mode_category}")
+async def clear_rate_limit(leaderboard: str, mode_category: str, request: Request, pool: Pool) -> dict:
+    if mode_category not in policy.RATE_CATEGORIES:
+        raise bad_request(BAD_CATEGORY)
+    board = await boards.existing(pool, leaderboard)
+    if mode_category not in await _limits(pool, board):
+        raise HTTPException(404, f"No rate limit found for '{board['name']}' with category '{mode_category}'")
+
+    async def shown() -> bool:
+        return mode_category not in await _limits(pool, board)
+
+    event = RateLimitCleared(leaderboard=board["name"], mode_category=mode_category, change_id=change_id())
+    await publish_and_settle(request, event, shown)
+    return {"status": "ok", "leaderboard": board["name"], "mode_category": mode_category}
+
+
+# --- invites ------------------------------------------------------------------------------------------------
+
+
+@router.post("/invites")
+async def create_invites(request: Request, pool: Pool, body: JsonBody = None) -> dict:
+    """`count` codes (URL-safe, 128 random bits), each unlocking every listed leaderboard."""
+    count = integer(field(body, "count"))
+    if count is None or not 1 <= count <= MAX_INVITES:
+        raise bad_request(f"count must be an integer between 1 and {MAX_INVITES}")
+    listed, single = field(body, "leaderboards"), field(body, "leaderboard")
+    if isinstance(listed, list) and listed and all(text(name) for name in listed):
+        names = listed
+    elif text(single):
+        names = [single]
+    else:
+        raise bad_request("Must provide 'leaderboards' list or 'leaderboard' string")
+    stored = list(dict.fromkeys([(await boards.existing(pool, name))["name"] for name in names]))
+    codes = [secrets.token_urlsafe(16) for _ in range(count)]
+
+    async def shown() -> bool:
+        return await admin_repository.invite(pool, codes[-1]) is not None
+
+    await publish_and_settle(request, InvitesCreated(leaderboards=stored, codes=codes), shown)
+    return {"status": "ok", "leaderboards": stored, "codes": codes}
+
+
+@router.get("/leaderboards/{leaderboard}/invites")
+async def list_invites(leaderboard: str, pool: Pool) -> dict:
+    board = await boards.existing(pool, leaderboard)
+    invites = [views.invite(row) for row in await admin_repository.board_invites(pool, board["id"])]
+    return {"status": "ok", "leaderboard": board["name"], "invites": invites}
+
+
+@router.delete("/invites/{code}")
+async def revoke_invite(code: str, request: Request, pool: Pool) -> dict:
+    found = await admin_repository.invite(pool, code)
+    if found is None:
+        raise HTTPException(404, "Invalid invite code")
+
+    async def shown() -> bool:
+        return await admin_repository.invite(pool, code) is None
+
+    await publish_and_settle(request, InviteRevoked(code=code), shown)
+    return {"status": "ok", "code": code, "was_claimed": found["user_id"] is not None}

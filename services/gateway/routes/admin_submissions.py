@@ -1,0 +1,104 @@
+"""Admin routes over submissions (http-api.md §3.17-§3.21, §3.24, §3.35): statistics, the full view of one
+submission, deletions, submitting on a user's behalf, a leaderboard's submission ids, and the dataset export."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, HTTPException, Request, UploadFile
+from fastapi.responses import JSONResponse
+
+from schemas.events import SubmissionDeleted
+from services.gateway import admin_repository, boards, intake, repository, views
+from services.gateway.changes import bad_request, field, integer
+from services.gateway.deps import CurrentUser, Pool
+from services.gateway.routes.submissions import accepted_response
+
+router = APIRouter()
+JsonBody = Annotated[Any, Body()]
+
+
+@router.get("/stats")
+async def stats(pool: Pool, last_day_only: bool = False, leaderboard_name: str | None = None) -> dict:
+    leaderboard_id = (await boards.existing(pool, leaderboard_name))["id"] if leaderboard_name else None
+    since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
+    totals, by_gpu, by_user = await admin_repository.stats(pool, since, leaderboard_id)
+    return {"status": "ok", "stats": views.stats(totals, by_gpu, by_user, last_day=last_day_only)}
+
+
+@router.get("/submissions/{submission_id}")
+async def show_submission(submission_id: int, pool: Pool) -> dict:
+    """Every run, secret ones included, with their full records."""
+    row = await admin_repository.submission(pool, submission_id)
+    if row is None:
+        raise HTTPException(404, "Submission not found")
+    runs = await repository.submission_runs(pool, submission_id)
+    return {"status": "ok", "submission": views.admin_submission(row, runs)}
+
+
+async def _delete(request: Request, submission_id: int, user_id: str) -> None:
+    state = request.app.state
+    deleted = SubmissionDeleted(submission_id=submission_id, user_id=user_id, by_admin=True,
+                                correlation_id=str(submission_id))
+    await state.waiter.publish_and_wait(state.broker, deleted, submission_id, state.settings.projection_wait_s)
+
+
+@router.delete("/submissions/{submission_id}")
+async def delete_submission(submission_id: int, request: Request, pool: Pool) -> dict:
+    row = await admin_repository.submission(pool, submission_id)
+    if row is None:
+        raise HTTPException(404, "Submission not found")
+    await _delete(request, submission_id, str(row["user_id"]))
+    return {"status": "ok", "submission_id": submission_id}
+
+
+@router.delete("/submissions")
+async def delete_user_submissions(leaderboard_id: int, user_name: str, request: Request, pool: Pool) -> dict:
+    """Every submission of the user(s) of that display name on that leaderboard."""
+    board = await admin_repository.leaderboard_by_id(pool, leaderboard_id)
+    if board is None:
+        raise HTTPException(404, f"Leaderboard `{leaderboard_id}` does not exist.")
+    rows = await admin_repository.user_board_submissions(pool, leaderboard_id, user_name.replace("\x00", ""))
+    for row in rows:
+        await _delete(request, row["id"], str(row["user_id"]))
+    return {"status": "ok", "leaderboard_id": leaderboard_id, "user_name": user_name,
+            "deleted_job_status": sum(1 for row in rows if row["has_job"]),
+            "deleted_runs": sum(row["runs"] for row in rows), "deleted_submissions": len(rows)}
+
+
+@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202)
+async def submit_for_user(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
+                          user: CurrentUser, pool: Pool) -> JSONResponse:
+    """On behalf of the user named by the USER headers, past the leaderboard's deadline too."""
+    accepted = await intake.accept(request, user, leaderboard, gpu, mode, file, deadline_applies=False)
+    return await accepted_response(pool, accepted)
+
+
+@router.get("/leaderboards/{leaderboard}/submissions")
+async def leaderboard_submissions(leaderboard: str, pool: Pool, limit: int = 100, offset: int = 0) -> dict:
+    if not 1 <= limit <= 1000:
+        raise bad_request("limit must be between 1 and 1000")
+    if offset < 0:
+        raise bad_request("offset must be >= 0")
+    board = await boards.existing(pool, leaderboard)
+    ids = await admin_repository.board_submissions(pool, board["id"], limit, offset)
+    return {"status": "ok", "leaderboard": board["name"], "limit": limit, "offset": offset, "submission_ids": ids}
+
+
+@router.post("/export-hf")
+async def export_to_hugging_face(pool: Pool, body: JsonBody = None) -> dict:
+    """Validates the request; the export itself needs a Hugging Face endpoint, which no deployment configures yet."""
+    ids = field(body, "leaderboard_ids")
+    if not isinstance(ids, list) or not ids or any(integer(value) is None for value in ids):
+        raise bad_request("leaderboard_ids must be a non-empty list of integers")
+    filename = field(body, "filename")
+    if not isinstance(filename, str) or not filename.endswith(".parquet"):
+        raise bad_request("filename must end with .parquet")
+    private = field(body, "private")
+    if private is False:
+        found = [await admin_repository.leaderboard_by_id(pool, value) for value in ids]
+        active = [row["name"] for row in found if row is not None and row["deadline"] > datetime.now(UTC)]
+        if active:
+            raise bad_request(f"Cannot export active leaderboards to the public dataset: {', '.join(active)}")
+    raise HTTPException(503, "Hugging Face export is not configured")

@@ -1,0 +1,191 @@
+"""Web pages for people: the leaderboards, a ranking per GPU with its plot, and a submission for its owner.
+
+Server-rendered HTML under /web (GET pages never shadow an API route; the two forms post to two-segment paths,
+which the three-segment streaming submit cannot match). Pages carry a Content-Security-Policy without scripts.
+Ownership is proved once, by the OAuth callback or by entering the CLI id; then a signed cookie (web/session.py).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, Cookie, Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
+
+from services.gateway import pages_repository, repository, views
+from services.gateway.deps import Pool, User
+from services.gateway.web import render
+from services.gateway.web.charts import Attempt, best_over_time
+from services.gateway.web.session import cli_digest, close_session, open_session, signer
+from services.gateway.web.stats import format_seconds, score_interval, ties_with_above
+
+router = APIRouter(include_in_schema=False)
+RANKING_ROWS = 500
+PLOT_POINTS = 5000
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
+}
+
+
+def page(template: str, status: int = 200, **context: object) -> HTMLResponse:
+    return HTMLResponse(render(template, **context), status_code=status, headers=HEADERS)
+
+
+def _shown(moment: datetime | None) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "—"
+
+
+async def viewer(request: Request, pool: Pool, kb_session: Annotated[str | None, Cookie()] = None) -> User | None:
+    """The signed-in person, or None; a session dies with the CLI id it was opened with."""
+    session = signer(request).read(kb_session) if kb_session else None
+    if session is None:
+        return None
+    row = await pages_repository.session_user(pool, session.user_id)
+    if row is None or not row["cli_id"] or cli_digest(row["cli_id"]) != session.cli_digest:
+        return None
+    return User(str(row["user_id"]), row["user_name"], False, False)
+
+
+Viewer = Annotated[User | None, Depends(viewer)]
+
+
+async def _can_see(pool, board, person: User | None) -> bool:
+    if board["visibility"] == "public":
+        return True
+    return person is not None and await repository.has_invite(pool, person.user_id, board["id"])
+
+
+def _not_found(person: User | None, what: str) -> HTMLResponse:
+    return page("message.html", 404, viewer=person, heading="Not found", message=what)
+
+
+@router.get("/")
+async def home() -> RedirectResponse:
+    return RedirectResponse("/web", status_code=307)
+
+
+@router.get("/web")
+async def leaderboards(pool: Pool, person: Viewer):
+    now = datetime.now(UTC)
+    invited = await repository.invited_boards(pool, person.user_id) if person else set()
+    boards = []
+    for row in await repository.leaderboards(pool):
+        if row["visibility"] != "public" and row["id"] not in invited:
+            continue
+        boards.append({
+            "name": row["name"], "url": f"/web/leaderboards/{quote(row['name'], safe='')}",
+            "gpus": sorted(row["gpus"]), "closed": row["visibility"] != "public", "deadline": _shown(row["deadline"]),
+            "ended": row["deadline"] < now, "summary": (row["description"] or "").strip().split("\n\n")[0][:300],
+        })
+    return page("leaderboards.html", viewer=person, boards=boards)
+
+
+@router.get("/web/leaderboards/{name}")
+async def leaderboard(name: str, pool: Pool, person: Viewer, gpu: str | None = None):
+    board = await repository.leaderboard(pool, name)
+    # a closed board is absent for whoever may not see it, not merely locked
+    if board is None or not await _can_see(pool, board, person):
+        return _not_found(person, f"There is no leaderboard named {name}.")
+    gpus = sorted(board["gpus"])
+    gpu = gpu or (gpus[0] if gpus else "")
+    if gpu not in gpus:
+        return _not_found(person, f"{board['name']} is not run on {gpu}.")
+    ranking_by = board["ranking_by"]
+    rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
+    intervals = [score_interval(row["stage_result"], ranking_by) for row in rows]
+    entries = [{
+        "rank": row["rank"], "user_name": row["user_name"], "score": format_seconds(row["score"]),
+        "interval": f"{format_seconds(iv.low)} – {format_seconds(iv.high)}" if iv else "—",
+        "submitted": _shown(row["submitted_at"]), "file_name": row["file_name"], "tie": tie,
+    } for row, iv, tie in zip(rows, intervals, ties_with_above(intervals), strict=True)]
+    attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
+                for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
+    now = datetime.now(UTC)
+    queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
+    return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, entries=entries,
+                ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
+                plot=best_over_time(attempts, now), queue=_queue_text(queue))
+
+
+def _queue_text(queue: dict) -> str:
+    """What the runner queue means to a person: how busy the GPU is, and how long a wait to expect."""
+    if queue.get("queued_jobs") is None:
+        return ""
+    text = f"{queue['queued_jobs']} waiting, {queue['running_jobs']} running"
+    if queue.get("position"):
+        text = f"position {queue['position']} in the queue ({text})"
+    wait = queue.get("estimated_wait_s")
+    if wait is not None:
+        text += f"; estimated start in about {max(1, round(wait / 60))} min"
+    return text
+
+
+def _to_login(request: Request) -> RedirectResponse:
+    return RedirectResponse(f"/web/login?next={quote(request.url.path, safe='/')}", status_code=303)
+
+
+@router.get("/web/submissions")
+async def my_submissions(request: Request, pool: Pool, person: Viewer):
+    if person is None:
+        return _to_login(request)
+    rows = await pages_repository.my_submissions(pool, person.user_id, 200)
+    submissions = [{**dict(row), "submitted": _shown(row["submitted_at"]),
+                    "status": row["job_status"] or "received", "leaderboard_name": row["leaderboard_name"] or ""}
+                   for row in rows]
+    return page("submissions.html", viewer=person, submissions=submissions)
+
+
+@router.get("/web/submissions/{submission_id}")
+async def submission(submission_id: int, request: Request, pool: Pool, person: Viewer):
+    if person is None:
+        return _to_login(request)
+    row = await repository.submission(pool, submission_id)
+    # someone else's submission is indistinguishable from a missing one
+    if row is None or str(row["user_id"]) != person.user_id:
+        return _not_found(person, f"You have no submission {submission_id}.")
+    # the API's view of it: secret runs carry no harness output (http-api.md §3.12)
+    shown = views.submission(row, await repository.submission_runs(pool, submission_id), None)
+    waiting = ""
+    if not row["done"] and row["gpus"]:
+        gpu = row["gpus"][0]
+        waiting = _queue_text(views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
+        waiting = f"{gpu}: {waiting}" if waiting else ""
+    runs = [{**run, "score_text": format_seconds(run["score"]) if run["score"] is not None else "",
+             "result": run.get("result")} for run in shown["runs"]]
+    return page("submission.html", viewer=person, s=shown, runs=runs, submitted=_shown(row["submitted_at"]),
+                waiting=waiting)
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a page of this site: never an absolute or scheme-relative URL (an open redirect)."""
+    if target and target.startswith("/web") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/web/submissions"
+
+
+@router.get("/web/login")
+async def login_form(person: Viewer, next: str | None = None):
+    return page("login.html", viewer=person, error=None, next=_safe_next(next))
+
+
+@router.post("/web/login")
+async def login(request: Request, pool: Pool, cli_id: Annotated[str, Form()] = "",
+                next: Annotated[str, Form()] = ""):
+    row = await repository.user_by_cli(pool, cli_id.strip()) if cli_id.strip() else None
+    if row is None:
+        return page("login.html", 401, viewer=None, error="That CLI id belongs to no registered user.",
+                    next=_safe_next(next))
+    response = RedirectResponse(_safe_next(next), status_code=303)
+    open_session(request, response, str(row["user_id"]), cli_id.strip())
+    return response
+
+
+@router.post("/web/logout")
+async def logout() -> RedirectResponse:
+    response = RedirectResponse("/web", status_code=303)
+    close_session(response)
+    return response

@@ -1,0 +1,20 @@
+"""Server-rendered pages: Jinja2 templates with autoescaping on, so every value a user chose is shown as text."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+@cache
+def environment() -> Environment:
+    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                       trim_blocks=True, lstrip_blocks=True)
+
+
+def render(template: str, **context: object) -> str:
+    return environment().get_template(template).render(**context)
