@@ -3,38 +3,40 @@
 from __future__ import annotations
 
 import socket
-from pathlib import Path
 
 from faststream import FastStream
 
-from services.dispatcher.backends.local import LocalBackend
-from services.dispatcher.backends.null import NullBackend
+from services.dispatcher import repository
+from services.dispatcher.backends.registry import build_lanes
+from services.dispatcher.catalogue import build_catalogue
 from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, kit, router
+from services.operate.rerun import router as rerun_router
 from services.dispatcher.scheduler import Scheduler
 from services.kit.consumer import Kit
 from services.kit.runtime import consumer_app
 from services.kit.settings import DispatcherSettings
 
-
-def build_backends(settings: DispatcherSettings) -> dict:
-    runs_dir = Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs")
-    local = LocalBackend(runs_dir)
-    backends = {gpu: (local, slots) for gpu, slots in settings.local_gpus.items()}
-    null = NullBackend()
-    # The null backend has no GPU to protect, so it takes many runs at once.
-    backends.update({gpu: (null, 64) for gpu in settings.null_gpus})
-    return backends
+router.include_router(rerun_router)  # rejudge --rerun: fresh runs of ranked submissions
 
 
 def create_app(settings: DispatcherSettings | None = None) -> FastStream:
     settings = settings or DispatcherSettings()
+    # A broken catalogue stops the service at start, with the entry and field at fault, before it takes work.
+    catalogue = build_catalogue(settings.gpu_catalogue, settings.local_gpus, settings.null_gpus)
+    owner = settings.worker_id or f"{socket.gethostname()}-dispatcher"
     state: dict = {}
 
     async def started(started_kit: Kit) -> None:
         started_kit.extras[LAUNCH_ALLOWANCE_KEY] = settings.launch_allowance_s
+        await repository.announce_gpus(
+            started_kit.pool,
+            [(gpu, e.backend, e.target or ",".join(e.queues), e.arch, e.concurrent_runs())
+             for gpu, e in catalogue.gpus.items()],
+            owner,
+        )
         state["scheduler"] = Scheduler(
-            started_kit, build_backends(settings), owner=settings.worker_id or f"{socket.gethostname()}-dispatcher",
-            max_attempts=settings.max_attempts, database_url=settings.database_url,
+            started_kit, build_lanes(catalogue, settings), owner=owner, max_attempts=settings.max_attempts,
+            database_url=settings.database_url, retry_backoff_s=settings.retry_backoff_s, lease_s=settings.lease_s,
         )
         await state["scheduler"].start()
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from faststream.nats import NatsRouter
 
@@ -18,7 +18,7 @@ from schemas.events import (
     SubmissionReceived,
     SubmissionRejected,
 )
-from services.dispatcher import planning, policy, repository
+from services.dispatcher import admission_repository, planning, policy, repository
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
@@ -31,16 +31,35 @@ document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejecte
 LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
 
 
+async def judge(conn, event: SubmissionReceived, board, now: datetime) -> policy.Refusal | None:
+    """The authoritative admission (http-api.md §6): the shared policy against the policy state and this
+    dispatcher's own count of accepted submissions, taken under the category's lock."""
+    category = policy.rate_category(event.mode)
+    found = await admission_repository.applicant(conn, event.user_id, board.id if board else None, category)
+    rate_limit = None
+    if board is not None and found["rate_max"] is not None:
+        recent = await admission_repository.accepted_since(conn, event.user_id, board.view.name, category,
+                                                           now - policy.RATE_WINDOW)
+        rate_limit = policy.RateLimit(found["rate_max"], recent)
+    applicant = policy.Applicant(banned=found["banned"], via_cli=event.via_cli, invited=found["invited"])
+    return policy.admit(
+        leaderboard_name=event.leaderboard, board=board.view if board else None, gpus=event.gpus, mode=event.mode,
+        file_name=event.file_name, code=event.code, now=now, accepting=found["accepting"], applicant=applicant,
+        rate_limit=rate_limit, deadline_applies=event.deadline_applies,
+    )
+
+
 async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: int):
     board = await repository.board(conn, event.leaderboard)
-    refusal = policy.admit(
-        leaderboard_name=event.leaderboard, board=board.view if board else None, gpus=event.gpus, mode=event.mode,
-        file_name=event.file_name, code=event.code, now=datetime.now(UTC),
-    )
+    # judged at the time the submission was received, so a backlog worked off late is judged as it arrived
+    now = event.occurred_at
+    refusal = await judge(conn, event, board, now)
     tags = {"correlation_id": str(event.submission_id), "causation_id": event.event_id}
     if refusal is not None:
         return [SubmissionRejected(submission_id=event.submission_id, reason=refusal.detail,
-                                   status_code=refusal.status, **tags)]
+                                   status_code=refusal.status, retry_after_s=refusal.retry_after_s, **tags)]
+    await admission_repository.record_accepted(conn, event.submission_id, board.view.name, event.user_id,
+                                               policy.rate_category(event.mode), now)
     runs = planning.plan_runs(event.submission_id, event.mode, event.gpus)
     budget = planning.run_budget_s(board.task, event.mode, launch_allowance_s)
     requested = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import asyncpg
 
@@ -10,17 +11,19 @@ from schemas.contracts import Task
 from services.dispatcher.policy import LeaderboardView
 
 LEADERBOARD = """
-SELECT name, gpus, deadline, task, secret_seed, ranking_by FROM leaderboards WHERE lower(name) = lower($1)
+SELECT id, name, gpus, deadline, task, secret_seed, ranking_by, visibility FROM leaderboards
+WHERE lower(name) = lower($1)
 """
 ENQUEUE = """
 INSERT INTO dispatch_runs (run_id, submission_id, gpu, payload, timeout_s) VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (run_id) DO NOTHING
 """
 NOTIFY_QUEUE = "SELECT pg_notify('kb_dispatch', $1)"
-# Our own unfinished runs from a previous life come first: they are resumed, not relaunched.
+# Our own unfinished runs from a previous life are claimed again: they are resumed, not relaunched. A claim keeps
+# the attempt number (only a requeue raises it), so the launch key of an attempt is the same whoever claims it.
 CLAIM = """
 UPDATE dispatch_runs SET lease_owner = $3, lease_until = now() + make_interval(secs => $4),
-       attempts = attempts + CASE WHEN status = 'queued' THEN 1 ELSE 0 END
+       attempts = GREATEST(attempts, 1)
 WHERE run_id IN (
     SELECT run_id FROM dispatch_runs
     WHERE gpu = $1 AND status <> 'finished'
@@ -30,14 +33,23 @@ WHERE run_id IN (
     ORDER BY enqueued_at, run_id LIMIT $2 FOR UPDATE SKIP LOCKED)
 RETURNING run_id, submission_id, gpu, payload, timeout_s, status, attempts, job_ref, launched_at
 """
+# A re-recorded launch (the same job found again by its launch key) keeps the first launch time: the job's clock.
 MARK_LAUNCHED = """
-UPDATE dispatch_runs SET status = 'launched', backend = $2, job_ref = $3, launched_at = now()
-WHERE run_id = $1 AND lease_owner = $4
+UPDATE dispatch_runs SET status = 'launched', backend = $2,
+       launched_at = CASE WHEN job_ref = $3 THEN launched_at ELSE now() END, job_ref = $3
+WHERE run_id = $1 AND lease_owner = $4 AND status <> 'finished'
+RETURNING launched_at
 """
 REQUEUE = """
 UPDATE dispatch_runs SET status = 'queued', job_ref = NULL, lease_owner = NULL, lease_until = NULL,
        attempts = attempts + 1
-WHERE run_id = $1
+WHERE run_id = $1 AND lease_owner = $2 AND status <> 'finished'
+"""
+ANNOUNCE_GPU = """
+INSERT INTO dispatch_gpus (gpu, backend, target, arch, slots, announced_by, announced_at)
+VALUES ($1, $2, $3, $4, $5, $6, now())
+ON CONFLICT (gpu) DO UPDATE SET backend = EXCLUDED.backend, target = EXCLUDED.target, arch = EXCLUDED.arch,
+       slots = EXCLUDED.slots, announced_by = EXCLUDED.announced_by, announced_at = EXCLUDED.announced_at
 """
 MARK_FINISHED = """
 UPDATE dispatch_runs SET status = 'finished', finished_at = now(), lease_owner = NULL
@@ -51,6 +63,7 @@ WHERE run_id = ANY($1::text[]) AND lease_owner = $3
 
 @dataclass(frozen=True)
 class Board:
+    id: int
     view: LeaderboardView
     task: Task
     secret_seed: int
@@ -67,6 +80,7 @@ class ClaimedRun:
     status: str
     attempts: int
     job_ref: str | None
+    launched_at: datetime | None = None
 
 
 async def board(conn: asyncpg.Connection, name: str) -> Board | None:
@@ -74,8 +88,9 @@ async def board(conn: asyncpg.Connection, name: str) -> Board | None:
     if row is None:
         return None
     task = Task.model_validate(row["task"])
-    view = LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"], lang=task.lang)
-    return Board(view=view, task=task, secret_seed=row["secret_seed"], ranking_by=row["ranking_by"])
+    view = LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"], lang=task.lang,
+                           visibility=row["visibility"])
+    return Board(id=row["id"], view=view, task=task, secret_seed=row["secret_seed"], ranking_by=row["ranking_by"])
 
 
 async def enqueue(conn: asyncpg.Connection, run_id: str, submission_id: int, gpu: str, payload: dict,
@@ -90,12 +105,19 @@ async def claim(pool: asyncpg.Pool, gpu: str, limit: int, owner: str, lease_s: f
     return [ClaimedRun(**{k: r[k] for k in ClaimedRun.__dataclass_fields__}) for r in rows]
 
 
-async def mark_launched(conn: asyncpg.Connection, run_id: str, backend: str, job_ref: str, owner: str) -> None:
-    await conn.execute(MARK_LAUNCHED, run_id, backend, job_ref, owner)
+async def mark_launched(conn: asyncpg.Connection, run_id: str, backend: str, job_ref: str,
+                        owner: str) -> datetime | None:
+    """The launch time of the job, or None when the run is no longer ours to record."""
+    return await conn.fetchval(MARK_LAUNCHED, run_id, backend, job_ref, owner)
 
 
-async def requeue(pool: asyncpg.Pool, run_id: str) -> None:
-    await pool.execute(REQUEUE, run_id)
+async def requeue(pool: asyncpg.Pool, run_id: str, owner: str) -> None:
+    await pool.execute(REQUEUE, run_id, owner)
+
+
+async def announce_gpus(pool: asyncpg.Pool, gpus: list[tuple[str, str, str, str | None, int]], owner: str) -> None:
+    """Tell operators (`kernelbot runners`) which backend serves each GPU name."""
+    await pool.executemany(ANNOUNCE_GPU, [(*gpu, owner) for gpu in gpus])
 
 
 async def mark_finished(conn: asyncpg.Connection, run_id: str) -> bool:

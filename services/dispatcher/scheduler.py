@@ -1,8 +1,10 @@
-"""The launch loop: claims queued runs per GPU within its slots, launches them and reports their ends.
+"""The launch loop: claims queued runs per GPU within its slots, launches them, watches them, reports their ends.
 
 Runs live in the durable queue (dispatch_runs) with a lease, so several dispatchers share the work and a run whose
-dispatcher died is resumed by whoever claims it next, watching the job it already launched instead of starting it
-again.
+dispatcher died is resumed by whoever claims it next. Launches are idempotent per run and attempt (the launch key
+goes to the backend, which finds a job it started before), so a dispatcher that dies between starting a job and
+recording it never starts it twice. One clock bounds every job: its budget from the problem's stage timeouts plus
+the launch allowance, counted from the recorded launch; past it the job is cancelled on its backend.
 """
 
 from __future__ import annotations
@@ -11,33 +13,56 @@ import asyncio
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 from schemas.contracts import FullResult, RunPayload
 from schemas.events import RunCompleted, RunDispatched, RunFailed, RunProgress, RunStarted
 from services.dispatcher import repository
-from services.dispatcher.backends.base import Backend, JobLost, LaunchError
+from services.dispatcher.backends.base import PENDING, Backend, BackendUnavailable, JobLost, LaunchError
 from services.dispatcher.repository import ClaimedRun
 from services.kit.consumer import Kit
 from services.kit.listener import Listener
 
 log = logging.getLogger("kernelbot.dispatcher")
 
-LEASE_S = 30.0
-HEARTBEAT_S = LEASE_S / 3
 IDLE_WAKE_S = 1.0
+MAX_BACKOFF_S = 60.0
+UNREACHABLE_LAUNCH_TRIES = 3
+
+
+@dataclass(frozen=True)
+class Lane:
+    """How one GPU name is served: its backend, concurrent runs, architecture and the backend's job ceiling."""
+
+    backend: Backend
+    slots: int
+    arch: str | None = None
+    max_job_s: int | None = None
+
+
+def launch_key(run: ClaimedRun) -> str:
+    return f"{run.run_id}.{run.attempts}"
+
+
+def job_budget_s(run: ClaimedRun, lane: Lane) -> int:
+    """The run's budget from its problem (stored at planning), capped by what the backend allows one job."""
+    return min(run.timeout_s, lane.max_job_s) if lane.max_job_s else run.timeout_s
 
 
 class Scheduler:
-    def __init__(self, kit: Kit, backends: Mapping[str, tuple[Backend, int]], *, owner: str, max_attempts: int,
-                 database_url: str) -> None:
+    def __init__(self, kit: Kit, lanes: Mapping[str, Lane], *, owner: str, max_attempts: int, database_url: str,
+                 retry_backoff_s: float = 2.0, lease_s: float = 30.0) -> None:
         self.kit = kit
-        self.backends = backends  # gpu -> (backend, slots)
+        self.lanes = lanes
         self.owner = owner
         self.max_attempts = max_attempts
-        self.database_url = database_url
+        self.retry_backoff_s = retry_backoff_s
+        self.lease_s = lease_s
+        self.heartbeat_s = lease_s / 3  # a lease is renewed well before it runs out
         self.active: dict[str, asyncio.Task] = {}
         self._launched: dict[str, ClaimedRun] = {}
-        self._active_by_gpu: dict[str, int] = dict.fromkeys(backends, 0)
+        self._active_by_gpu: dict[str, int] = dict.fromkeys(lanes, 0)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
         self._listener = Listener(database_url, "kb_dispatch", lambda _gpu: self._wake.set(), self._wake.set)
@@ -69,26 +94,26 @@ class Scheduler:
                 pass
 
     async def _claim_and_launch(self) -> None:
-        for gpu, (_, slots) in self.backends.items():
-            free = slots - self._active_by_gpu[gpu]
+        for gpu, lane in self.lanes.items():
+            free = lane.slots - self._active_by_gpu[gpu]
             if free <= 0:
                 continue
-            for run in await repository.claim(self.kit.pool, gpu, free, self.owner, LEASE_S, list(self.active)):
+            for run in await repository.claim(self.kit.pool, gpu, free, self.owner, self.lease_s, list(self.active)):
                 self._active_by_gpu[gpu] += 1
                 self.active[run.run_id] = asyncio.create_task(self._drive(run), name=f"run-{run.run_id}")
 
     async def _renew_leases(self) -> None:
         while True:
-            await asyncio.sleep(HEARTBEAT_S)
+            await asyncio.sleep(self.heartbeat_s)
             try:
-                await repository.renew(self.kit.pool, list(self.active), LEASE_S, self.owner)
-                await self.kit.commit(lambda _conn: self._heartbeats())
+                await repository.renew(self.kit.pool, list(self.active), self.lease_s, self.owner)
+                await self.kit.commit(self._heartbeats)
             except Exception:  # noqa: BLE001
                 log.exception("lease renewal failed")
 
-    def _heartbeats(self) -> list[RunProgress]:
+    async def _heartbeats(self, _conn) -> list[RunProgress]:
         """A beat per launched run, so clients see `last_heartbeat` move while a job runs (http-api.md §5.2)."""
-        beat = int(time.time() // HEARTBEAT_S)  # one id per run and period, whichever dispatcher sends it
+        beat = int(time.time() // self.heartbeat_s)  # one id per run and period, whichever dispatcher sends it
         return [RunProgress(run_id=run.run_id, submission_id=run.submission_id, sequence=beat, message="running",
                             correlation_id=str(run.submission_id))
                 for run in self._launched.values()]
@@ -98,7 +123,7 @@ class Scheduler:
             await self._drive_unguarded(run)
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - left to a later claim once the lease runs out
+        except Exception:  # noqa: BLE001 - claimed again by us or, once the lease runs out, by another replica
             log.exception("run %s failed in the dispatcher", run.run_id)
         finally:
             self.active.pop(run.run_id, None)
@@ -106,19 +131,25 @@ class Scheduler:
             self._wake.set()
 
     async def _drive_unguarded(self, run: ClaimedRun) -> None:
-        backend, _ = self.backends[run.gpu]
+        lane = self.lanes[run.gpu]
+        backend = lane.backend
         payload = RunPayload.model_validate(run.payload)
-        job_ref = run.job_ref if run.status == "launched" else None
-        if job_ref is None:
+        if payload.arch is None and lane.arch is not None:
+            payload = payload.model_copy(update={"arch": lane.arch})
+        job_ref, launched_at = run.job_ref, run.launched_at
+        if run.status != "launched" or job_ref is None:
             try:
-                job_ref = await backend.launch(payload)
-            except LaunchError as exc:
-                await self._retry_or_fail(run, JobLost("launch_error", str(exc), retryable=True))
+                job_ref = await self._launch(backend, payload, run)
+            except (LaunchError, BackendUnavailable) as exc:
+                detail = f"{backend.name} did not start the job: {exc}"
+                await self._retry_or_fail(run, JobLost("launch_error", detail, retryable=True))
                 return
-            await self._record_launch(run, backend.name, job_ref)
+            launched_at = await self._record_launch(run, backend.name, job_ref)
+            if launched_at is None:
+                return  # our lease went to another dispatcher, which finds this job by its launch key
         self._launched[run.run_id] = run
         try:
-            outcome = await backend.wait(job_ref, run.timeout_s)
+            outcome = await self._watch(backend, job_ref, launched_at, job_budget_s(run, lane))
         finally:
             self._launched.pop(run.run_id, None)
         if isinstance(outcome, JobLost) and outcome.retryable:
@@ -126,23 +157,65 @@ class Scheduler:
             return
         await self._finish(run, payload, backend.name, outcome)
 
-    async def _record_launch(self, run: ClaimedRun, backend: str, job_ref: str) -> None:
+    async def _launch(self, backend: Backend, payload: RunPayload, run: ClaimedRun) -> str:
+        """Launch, asking again with the same key while the backend is unreachable: a launch whose answer was lost
+        may have started the job, and only the same key finds it."""
+        tries = 0
+        while True:
+            try:
+                return await backend.launch(payload, launch_key(run))
+            except BackendUnavailable as exc:
+                tries += 1
+                if tries == UNREACHABLE_LAUNCH_TRIES:
+                    raise
+                log.warning("launching run %s on %s: %s; asking again", run.run_id, backend.name, exc)
+                await asyncio.sleep(min(MAX_BACKOFF_S, self.retry_backoff_s * 2 ** (tries - 1)))
+
+    async def _watch(self, backend: Backend, job_ref: str, launched_at: datetime,
+                     budget_s: int) -> FullResult | JobLost:
+        deadline = launched_at + timedelta(seconds=budget_s)
+        unreachable = ""
+        while True:
+            try:
+                outcome = await backend.poll(job_ref)
+                unreachable = ""
+            except BackendUnavailable as exc:  # the clock keeps running: an unreachable backend ends in timeout
+                log.warning("polling %s job %s: %s", backend.name, job_ref, exc)
+                outcome, unreachable = PENDING, f"; the last poll failed: {exc}"
+            if outcome is not PENDING:
+                return outcome
+            if datetime.now(UTC) > deadline:
+                try:
+                    await backend.cancel(job_ref)
+                except BackendUnavailable as exc:
+                    log.warning("cancelling %s job %s failed: %s", backend.name, job_ref, exc)
+                return JobLost("timeout", f"the job ran past its budget of {budget_s} s and was cancelled on "
+                                          f"{backend.name} (job {job_ref}){unreachable}")
+            await asyncio.sleep(backend.poll_interval_s)
+
+    async def _record_launch(self, run: ClaimedRun, backend: str, job_ref: str) -> datetime | None:
+        launched: list[datetime | None] = [None]
+
         async def apply(conn):
-            await repository.mark_launched(conn, run.run_id, backend, job_ref, self.owner)
+            launched[0] = await repository.mark_launched(conn, run.run_id, backend, job_ref, self.owner)
+            if launched[0] is None:
+                return []
             common = {"run_id": run.run_id, "submission_id": run.submission_id, "gpu": run.gpu,
                       "attempt": run.attempts, "correlation_id": str(run.submission_id)}
             return [RunDispatched(backend=backend, job_ref=job_ref, **common), RunStarted(**common)]
 
         await self.kit.commit(apply)
+        return launched[0]
 
     async def _retry_or_fail(self, run: ClaimedRun, lost: JobLost) -> None:
         if run.attempts < self.max_attempts:
             log.warning("run %s attempt %s: %s; queued again", run.run_id, run.attempts, lost.detail)
-            await asyncio.sleep(min(10.0, 0.5 * 2 ** run.attempts))
-            await repository.requeue(self.kit.pool, run.run_id)
+            await asyncio.sleep(min(MAX_BACKOFF_S, self.retry_backoff_s * 2 ** (run.attempts - 1)))
+            await repository.requeue(self.kit.pool, run.run_id, self.owner)
             return
         payload = RunPayload.model_validate(run.payload)
-        await self._finish(run, payload, "", lost)
+        final = JobLost(lost.reason, f"{lost.detail} (gave up after {run.attempts} attempts)", lost.retryable)
+        await self._finish(run, payload, "", final)
 
     async def _finish(self, run: ClaimedRun, payload: RunPayload, backend: str,
                       outcome: FullResult | JobLost) -> None:
@@ -160,4 +233,3 @@ class Scheduler:
                                  backend=backend, result=outcome, **common)]
 
         await self.kit.commit(apply)
-

@@ -22,25 +22,31 @@ def _stage_result(stage: str) -> dict[str, str]:
             "benchmark.0.best": NULL_MEAN_NS, "benchmark.0.worst": NULL_MEAN_NS, "check": "pass"}
 
 
+def null_result(mode: str) -> FullResult:
+    """A passing result with fixed statistics for every stage of `mode`."""
+    now = datetime.now(UTC).isoformat()
+    runs = {
+        stage: EvalResult(start=now, end=now, run=RunResult(success=True, passed=True, result=_stage_result(stage)))
+        for stage in STAGES[mode]
+    }
+    return FullResult(success=True, system=SystemInfo(gpu="null", runtime="CPU"), runs=runs)
+
+
 class NullBackend:
     name = "null"
+    poll_interval_s = 0.0
 
     def __init__(self) -> None:
-        self._pending: dict[str, RunPayload] = {}
+        self._pending: dict[str, str] = {}  # job reference -> mode
 
-    async def launch(self, payload: RunPayload) -> str:
-        self._pending[payload.run_id] = payload
-        return f"null:{payload.run_id}"
+    async def launch(self, payload: RunPayload, launch_key: str) -> str:
+        job_ref = f"null:{payload.mode}:{launch_key}"
+        self._pending[job_ref] = payload.mode
+        return job_ref
 
-    async def wait(self, job_ref: str, timeout_s: float) -> FullResult:
-        payload = self._pending.pop(job_ref.removeprefix("null:"), None)
-        mode = payload.mode if payload else "test"
-        now = datetime.now(UTC).isoformat()
-        runs = {
-            stage: EvalResult(start=now, end=now, run=RunResult(success=True, passed=True, result=_stage_result(stage)))
-            for stage in STAGES[mode]
-        }
-        return FullResult(success=True, system=SystemInfo(gpu="null", runtime="CPU"), runs=runs)
+    async def poll(self, job_ref: str) -> FullResult:
+        self._pending.pop(job_ref, None)
+        return null_result(job_ref.split(":", 2)[1])
 
     async def cancel(self, job_ref: str) -> None:
-        self._pending.pop(job_ref.removeprefix("null:"), None)
+        self._pending.pop(job_ref, None)

@@ -1,0 +1,103 @@
+"""The Modal app the dispatcher's `modal` backend spawns: one function per GPU type.
+
+Deploy with `modal deploy deploy/modal/app.py` from the repository root (it ships `runner/` and `schemas/` into
+the image). Catalogue entries then name the functions:
+
+    backends: {modal: {app: kernelbot-runners}}
+    gpus:
+      T4:   {backend: modal, target: run_t4,   arch: "75"}
+      L4:   {backend: modal, target: run_l4,   arch: "89"}
+      A100: {backend: modal, target: run_a100, arch: "80"}
+      H100: {backend: modal, target: run_h100, arch: "90a"}
+      B200: {backend: modal, target: run_b200, arch: "100"}
+      L4x4: {backend: modal, target: run_l4x4, arch: "89"}
+
+Each call is `run_<gpu>(payload: dict, launch_key: str) -> dict` (a FullResult). A launch key is claimed in the
+`kernelbot-launches` Dict before any work: a second spawn of the same key (a dispatcher that died between spawning
+and recording the call spawns again) returns `{"duplicate_of": <first call id>}` at once, and the dispatcher
+follows the first call. The function's timeout is the ceiling; the dispatcher cancels earlier, at the run's own
+budget (harness.md §2), and a catalogue `max_job_s` should not exceed FUNCTION_TIMEOUT_S.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import modal
+
+APP_NAME = "kernelbot-runners"
+FUNCTION_TIMEOUT_S = 3600
+# The runner's result for a run that could not even start its harness (harness.md §3.2 step 5).
+RUNNER_FAILED = {"success": False, "error": "", "system": {}, "runs": {}}
+
+app = modal.App(APP_NAME)
+image = (
+    modal.Image.from_registry("nvidia/cuda:12.8.1-devel-ubuntu24.04", add_python="3.11")
+    .pip_install("torch==2.7.1", "triton", "numpy", "ninja", "setuptools", "pydantic>=2.7", "pyyaml")
+    .add_local_python_source("runner", "schemas")
+)
+launches = modal.Dict.from_name("kernelbot-launches", create_if_missing=True)
+
+
+def _claim(launch_key: str) -> str | None:
+    """None when this call owns the key; else the id of the call that claimed it first."""
+    me = modal.current_function_call_id()
+    if launches.put(launch_key, me, skip_if_exists=True):
+        return None
+    first = launches.get(launch_key)
+    return None if first == me else first  # a retried input of the same call keeps its claim
+
+
+def execute(payload: dict, launch_key: str) -> dict:
+    first = _claim(launch_key)
+    if first is not None:
+        return {"duplicate_of": first}
+    with tempfile.TemporaryDirectory(prefix="kernelbot-") as workdir:
+        payload_file = Path(workdir) / "payload.json"
+        fd = os.open(payload_file, os.O_WRONLY | os.O_CREAT, 0o600)  # may carry the secret seed
+        with os.fdopen(fd, "w") as handle:
+            json.dump(payload, handle)
+        result_file = Path(workdir) / "result.json"
+        # The runner image's entry point: sandboxed harness, stage timeouts, atomic result.json.
+        done = subprocess.run([sys.executable, "-m", "runner.container", "--payload-file", str(payload_file),
+                               "--result", str(result_file)], capture_output=True, text=True)
+        if result_file.exists():
+            return json.loads(result_file.read_text())
+        return RUNNER_FAILED | {"error": f"the runner exited {done.returncode} without a result: "
+                                         f"{done.stderr[-2000:]}"}
+
+
+# Modal needs each function at module level; one per GPU type of the catalogue (harness.md §10).
+@app.function(gpu="T4", image=image, timeout=FUNCTION_TIMEOUT_S)
+def run_t4(payload: dict, launch_key: str) -> dict:
+    return execute(payload, launch_key)
+
+
+@app.function(gpu="L4", image=image, timeout=FUNCTION_TIMEOUT_S)
+def run_l4(payload: dict, launch_key: str) -> dict:
+    return execute(payload, launch_key)
+
+
+@app.function(gpu="A100-80GB", image=image, timeout=FUNCTION_TIMEOUT_S)
+def run_a100(payload: dict, launch_key: str) -> dict:
+    return execute(payload, launch_key)
+
+
+@app.function(gpu="H100!", image=image, timeout=FUNCTION_TIMEOUT_S)  # "!": never silently upgraded to an H200
+def run_h100(payload: dict, launch_key: str) -> dict:
+    return execute(payload, launch_key)
+
+
+@app.function(gpu="B200", image=image, timeout=FUNCTION_TIMEOUT_S)
+def run_b200(payload: dict, launch_key: str) -> dict:
+    return execute(payload, launch_key)
+
+
+@app.function(gpu="L4:4", image=image, timeout=FUNCTION_TIMEOUT_S)
+def run_l4x4(payload: dict, launch_key: str) -> dict:
+    return execute(payload, launch_key)

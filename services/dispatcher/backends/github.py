@@ -1,0 +1,147 @@
+"""The GitHub Actions backend, through PyGithub: one `workflow_dispatch` per run on self-hosted GPU runners.
+
+The workflow (deploy/github/) takes the inputs `payload` (base64 of zlib JSON), `run_id` (the launch key) and,
+for a workflow serving several runner kinds, `runner` (the runner label: the GPU's first queue). It names its run
+`kernelbot <run_id>`: that name is how a launch finds the run it started, after a restart too. The job reference
+is GitHub's run id. The runner's result comes back as the `run-result` artifact, a zip holding result.json.
+PyGithub is synchronous; every call runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+
+import requests
+from github import Auth, Github, GithubException, UnknownObjectException
+from github.WorkflowRun import WorkflowRun
+
+from runner.payload import encode_payload
+from schemas.contracts import RunPayload
+from services.dispatcher.backends.base import PENDING, BackendUnavailable, JobLost, LaunchError, Outcome
+from services.dispatcher.backends.results import result_from_zip
+from services.dispatcher.catalogue import GithubConfig
+
+log = logging.getLogger("kernelbot.dispatcher.github")
+
+RUN_NAME_PREFIX = "kernelbot "
+ARTIFACT = "run-result"
+# A run is looked for among those created since shortly before its launch; older runs cannot be ours.
+LOOKBACK = timedelta(days=2)
+FIND_EVERY_S = 1.0
+
+
+def run_name(launch_key: str) -> str:
+    return f"{RUN_NAME_PREFIX}{launch_key}"
+
+
+class GithubBackend:
+    name = "github"
+
+    def __init__(self, config: GithubConfig, workflow: str, token: str | None, poll_interval_s: float,
+                 runner_label: str | None = None) -> None:
+        self.config = config
+        self.workflow_file = workflow
+        self.runner_label = runner_label  # for workflows that serve several runner kinds (AMD: MI300, MI250, ...)
+        self.poll_interval_s = poll_interval_s
+        self._github = Github(auth=Auth.Token(token) if token else None, base_url=config.api_url.rstrip("/"),
+                              timeout=30, retry=None, seconds_between_requests=config.request_spacing_s,
+                              seconds_between_writes=config.write_spacing_s)
+        self._repo = None
+
+    def _repository(self):
+        if self._repo is None:
+            self._repo = self._github.get_repo(self.config.repository)
+        return self._repo
+
+    async def _call(self, function, *args):
+        try:
+            return await asyncio.to_thread(function, *args)
+        except UnknownObjectException:
+            raise
+        except GithubException as exc:
+            if exc.status in (401, 403, 422):
+                raise LaunchError(f"GitHub answered {exc.status}: {exc.data}; check KB_GITHUB_TOKEN (it needs "
+                                  f"actions:write on {self.config.repository}) and the workflow") from exc
+            raise BackendUnavailable(f"GitHub answered {exc.status}: {exc.data}") from exc
+        except requests.RequestException as exc:
+            raise BackendUnavailable(f"GitHub is unreachable: {exc}") from exc
+
+    # --- launch ------------------------------------------------------------------------------------------------
+
+    def _find_run(self, workflow, launch_key: str) -> WorkflowRun | None:
+        since = (datetime.now(UTC) - LOOKBACK).strftime("%Y-%m-%dT%H:%M:%SZ")
+        wanted = run_name(launch_key)
+        for run in workflow.get_runs(event="workflow_dispatch", created=f">={since}"):
+            if run.display_title == wanted:
+                return run
+        return None
+
+    def _launch_sync(self, payload: RunPayload, launch_key: str) -> str:
+        workflow = self._repository().get_workflow(self.workflow_file)
+        existing = self._find_run(workflow, launch_key)
+        if existing is not None:
+            return str(existing.id)
+        inputs = {"payload": encode_payload(payload), "run_id": launch_key}
+        if self.runner_label:
+            inputs["runner"] = self.runner_label
+        started = workflow.create_dispatch(self.config.ref, inputs, throw=True, return_run_details=True)
+        if isinstance(started, WorkflowRun):
+            return str(started.id)
+        # A GitHub that does not return run details: the run shows up in the list a moment later.
+        deadline = time.monotonic() + self.config.find_run_s
+        while time.monotonic() < deadline:
+            time.sleep(FIND_EVERY_S)
+            found = self._find_run(workflow, launch_key)
+            if found is not None:
+                return str(found.id)
+        raise LaunchError(f"dispatched {self.workflow_file} but no run named {run_name(launch_key)!r} appeared "
+                          f"within {self.config.find_run_s:.0f} s; does the workflow set `run-name`?")
+
+    async def launch(self, payload: RunPayload, launch_key: str) -> str:
+        try:
+            return await self._call(self._launch_sync, payload, launch_key)
+        except UnknownObjectException as exc:
+            raise LaunchError(f"no workflow {self.workflow_file} in {self.config.repository}: deploy "
+                              f"deploy/github/{self.workflow_file} there") from exc
+
+    # --- poll --------------------------------------------------------------------------------------------------
+
+    def _download(self, url: str) -> bytes:
+        _, _, chunks = self._github.requester.getStream(url, chunk_size=1 << 16)
+        return b"".join(chunks)
+
+    def _poll_sync(self, job_ref: str) -> Outcome:
+        run = self._repository().get_workflow_run(int(job_ref))
+        if run.status != "completed":
+            return PENDING
+        where = f"GitHub run {job_ref} ({run.html_url})"
+        if run.conclusion == "cancelled":
+            return JobLost("lost", f"{where} was cancelled outside KernelBot", retryable=True)
+        artifact = next((a for a in run.get_artifacts() if a.name == ARTIFACT), None)
+        if artifact is None:
+            return JobLost("lost", f"{where} ended {run.conclusion} without a {ARTIFACT} artifact; its log says why",
+                           retryable=True)
+        return result_from_zip(self._download(artifact.archive_download_url), f"the {ARTIFACT} artifact of {where}")
+
+    async def poll(self, job_ref: str) -> Outcome:
+        try:
+            return await self._call(self._poll_sync, job_ref)
+        except UnknownObjectException:
+            return JobLost("lost", f"GitHub run {job_ref} of {self.config.repository} no longer exists",
+                           retryable=True)
+        except LaunchError as exc:  # credentials went bad mid-run: keep asking until the clock runs out
+            raise BackendUnavailable(str(exc)) from exc
+
+    # --- cancel ------------------------------------------------------------------------------------------------
+
+    def _cancel_sync(self, job_ref: str) -> None:
+        self._repository().get_workflow_run(int(job_ref)).cancel()
+
+    async def cancel(self, job_ref: str) -> None:
+        try:
+            await self._call(self._cancel_sync, job_ref)
+        except (UnknownObjectException, LaunchError) as exc:
+            log.warning("cancelling GitHub run %s: %s", job_ref, exc)

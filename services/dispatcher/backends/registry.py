@@ -1,0 +1,54 @@
+"""From the GPU catalogue to the lanes the scheduler drives: one backend object per GPU name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from services.dispatcher.backends.base import Backend
+from services.dispatcher.backends.local import LocalBackend
+from services.dispatcher.backends.null import NullBackend
+from services.dispatcher.catalogue import Catalogue, GpuEntry
+from services.dispatcher.scheduler import Lane
+from services.kit.settings import DispatcherSettings
+
+
+def _secret(value) -> str | None:
+    return value.get_secret_value() if value is not None else None
+
+
+def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings, shared: dict) -> Backend:
+    config = catalogue.backends
+    poll = settings.poll_interval_s
+    if entry.backend == "local":
+        if "local" not in shared:
+            shared["local"] = LocalBackend(Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs"))
+        return shared["local"]
+    if entry.backend == "null":
+        return shared.setdefault("null", NullBackend())
+    if entry.backend == "modal":
+        from services.dispatcher.backends.modal import ModalBackend, modal_lookups
+
+        from_name, from_id = modal_lookups(settings.modal_client)
+        return ModalBackend(config.modal.app, entry.target, poll, environment=config.modal.environment,
+                            from_name=from_name, from_id=from_id)
+    if entry.backend == "github":
+        from services.dispatcher.backends.github import GithubBackend
+
+        return GithubBackend(config.github, entry.target, _secret(settings.github_token), poll,
+                             runner_label=entry.queues[0] if entry.queues else None)
+    if entry.backend == "buildkite":
+        from services.dispatcher.backends.buildkite import BuildkiteBackend
+
+        return BuildkiteBackend(config.buildkite, entry.queues, _secret(settings.buildkite_token), poll)
+    from services.dispatcher.backends.slurm import SlurmBackend
+
+    return SlurmBackend(config.slurm, entry.target, _secret(settings.slurm_token), poll, entry.max_job_s)
+
+
+def build_lanes(catalogue: Catalogue, settings: DispatcherSettings) -> dict[str, Lane]:
+    shared: dict = {}
+    return {
+        gpu: Lane(backend=_backend(entry, catalogue, settings, shared), slots=entry.concurrent_runs(),
+                  arch=entry.arch, max_job_s=entry.max_job_s)
+        for gpu, entry in catalogue.gpus.items()
+    }

@@ -1,0 +1,167 @@
+"""The GPU catalogue (harness.md §10): which backend serves each GPU name, where, and for which architecture.
+
+Configuration, not code: `KB_GPU_CATALOGUE` names a YAML or JSON file (or holds the JSON itself) of the shape
+
+    backends:                      # connection settings shared by the GPUs of a backend (tokens stay in KB_*_TOKEN)
+      modal: {app: kernelbot-runners}
+      github: {repository: gpu-mode/kernelbot, ref: main}
+      buildkite: {organization: gpu-mode, pipeline: kernelbot-runner}
+      slurm: {url: http://slurm:6820, user: kernelbot, shared_dir: /shared/kernelbot}
+    gpus:
+      H100: {backend: modal, target: run_h100, arch: "90a"}
+      MI300: {backend: github, target: amd_workflow.yml, arch: null}
+      nebius-H100: {backend: buildkite, queues: [nebius-h100-0, nebius-h100-1], arch: "90a"}
+
+`KB_LOCAL_GPUS` and `KB_NULL_GPUS` keep working: they add `local` and `null` entries. Pure: no I/O but reading the
+file named by the setting.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+BackendKind = Literal["local", "null", "modal", "github", "buildkite", "slurm"]
+REMOTE_KINDS = ("modal", "github", "buildkite", "slurm")
+# Remote schedulers queue jobs themselves; this many runs per GPU are in flight at once unless configured.
+DEFAULT_REMOTE_SLOTS = 8
+NULL_SLOTS = 64  # the null backend has no GPU to protect
+
+
+class CatalogueError(ValueError):
+    """The catalogue cannot be used; the message names the entry and the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GpuEntry(_Strict):
+    backend: BackendKind
+    # modal: function name; github: workflow file; slurm: partition. Buildkite uses `queues`.
+    target: str = ""
+    queues: tuple[str, ...] = ()
+    arch: str | None = None
+    slots: int | None = Field(default=None, ge=1)
+    # The backend's own ceiling on one job (a Modal function's timeout, a cluster's time limit), if lower than
+    # the budget derived from the problem.
+    max_job_s: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _target_present(self) -> GpuEntry:
+        if self.backend in ("modal", "github", "slurm") and not self.target:
+            raise ValueError(f"a {self.backend} GPU needs a target")
+        if self.backend == "buildkite" and not self.queues:
+            raise ValueError("a buildkite GPU needs at least one queue")
+        return self
+
+    def concurrent_runs(self) -> int:
+        if self.slots is not None:
+            return self.slots
+        if self.backend == "buildkite":
+            return len(self.queues)  # one agent per queue, one job per agent
+        if self.backend == "null":
+            return NULL_SLOTS
+        return 1 if self.backend == "local" else DEFAULT_REMOTE_SLOTS
+
+
+class ModalConfig(_Strict):
+    app: str = "kernelbot-runners"
+    environment: str | None = None
+
+
+class GithubConfig(_Strict):
+    repository: str
+    ref: str = "main"
+    api_url: str = "https://api.github.com"
+    # How long after a dispatch the run it started may take to show up in the run list.
+    find_run_s: float = 60.0
+    # PyGithub's pacing between requests and between writes (GitHub asks for at least a second between writes).
+    request_spacing_s: float = 0.25
+    write_spacing_s: float = 1.0
+
+
+class BuildkiteConfig(_Strict):
+    organization: str
+    pipeline: str
+    api_url: str = "https://api.buildkite.com/v2"
+    branch: str = "main"
+
+
+class SlurmConfig(_Strict):
+    url: str
+    user: str
+    api_version: str = "v0.0.40"
+    # Storage the cluster's nodes and the dispatcher both mount: payloads go in, result.json files come out.
+    shared_dir: str
+    # What a job runs; {payload} and {result} are replaced by file paths under shared_dir.
+    command: str = "python -m runner.container --payload-file {payload} --result {result}"
+    account: str | None = None
+
+
+class Backends(_Strict):
+    modal: ModalConfig | None = None
+    github: GithubConfig | None = None
+    buildkite: BuildkiteConfig | None = None
+    slurm: SlurmConfig | None = None
+
+
+class Catalogue(_Strict):
+    backends: Backends = Backends()
+    gpus: dict[str, GpuEntry] = {}
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Catalogue:
+        seen: dict[str, str] = {}
+        for name, entry in self.gpus.items():
+            if name.lower() in seen:
+                raise ValueError(f"GPU names must be unique case-insensitively: {seen[name.lower()]!r} and {name!r}")
+            seen[name.lower()] = name
+            if entry.backend in REMOTE_KINDS and getattr(self.backends, entry.backend) is None:
+                raise ValueError(f"GPU {name!r} uses {entry.backend}, which has no section under `backends`")
+        return self
+
+    def entry(self, gpu: str) -> GpuEntry:
+        return self.gpus[gpu]
+
+
+def _read_source(source: str) -> dict:
+    text = source.strip()
+    if not text:
+        return {}
+    if not text.startswith("{"):
+        path = Path(text).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise CatalogueError(f"cannot read the GPU catalogue {path}: {exc}") from exc
+    try:
+        data = yaml.safe_load(text)  # JSON is YAML
+    except yaml.YAMLError as exc:
+        raise CatalogueError(f"the GPU catalogue is not valid YAML/JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CatalogueError("the GPU catalogue must be a mapping with `backends` and `gpus`")
+    return data
+
+
+def build_catalogue(source: str, local_gpus: dict[str, int], null_gpus: list[str]) -> Catalogue:
+    """The catalogue from its configured source plus the local and null GPUs of the simple settings."""
+    data = _read_source(source)
+    gpus = dict(data.get("gpus") or {})
+    for name, slots in local_gpus.items():
+        gpus.setdefault(name, {"backend": "local", "slots": slots})
+    for name in null_gpus:
+        gpus.setdefault(name, {"backend": "null"})
+    try:
+        return Catalogue.model_validate({"backends": data.get("backends") or {}, "gpus": gpus})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise CatalogueError(f"invalid GPU catalogue: {problems}") from exc
+
+
+def catalogue_json(catalogue: Catalogue) -> str:
+    return json.dumps(catalogue.model_dump(mode="json"))
