@@ -1,0 +1,32 @@
+"""`kernelbot serve discord`: wiring only."""
+
+from __future__ import annotations
+
+import asyncio
+
+from services.discord.bot import KernelBotClient
+from services.kit.settings import DiscordSettings
+
+
+def configured(settings: DiscordSettings) -> bool:
+    return settings.discord_token is not None and bool(settings.discord_token.get_secret_value()) \
+        and bool(settings.discord_guild_id)
+
+
+def enabled() -> bool:
+    """Whether this environment configures a bot, for `kernelbot up`."""
+    return configured(DiscordSettings())
+
+
+def serve(settings: DiscordSettings | None = None) -> None:
+    """Log in, connect to Discord's gateway, serve until stopped."""
+    settings = settings or DiscordSettings()
+    if not configured(settings):
+        raise SystemExit("The Discord bot needs KB_DISCORD_TOKEN and KB_DISCORD_GUILD_ID (see docs/discord.md).")
+    client = KernelBotClient(settings)
+
+    async def run() -> None:
+        async with client:
+            await client.start(settings.discord_token.get_secret_value())
+
+    asyncio.run(run())

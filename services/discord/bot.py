@@ -1,0 +1,107 @@
+"""The bot process: a discord.py client whose commands publish events, and a consumer whose events become messages.
+
+Start-up (setup_hook, REST only): migrations, pool, broker and streams; the server layout; commands synced to the
+guild; the durable consumer and the delivery of its outbox. Discord's gateway then only brings interactions in.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import asyncpg
+import discord
+from discord import app_commands
+from faststream.nats import NatsBroker, NatsRouter
+
+from services.discord import projection
+from services.discord.delivery import Delivery, Layout
+from services.discord.layout import ensure_layout
+from services.kit import metrics
+from services.kit.consumer import Kit, KitSlot
+from services.kit.runtime import ordered_batch_consumer, service_broker, start_kit, stop_kit
+from services.kit.settings import DiscordSettings
+
+log = logging.getLogger("kernelbot.discord")
+
+CONSUMER = "discord-updates"
+# Short: a batch is only database work, and after a restart what the old process had fetched comes back this soon.
+ACK_WAIT_S = 5.0
+
+
+@dataclass
+class BotContext:
+    """What every command needs once the bot has started."""
+
+    settings: DiscordSettings
+    client: KernelBotClient
+    pool: asyncpg.Pool | None = None
+    broker: NatsBroker | None = None
+    layout: Layout | None = None
+    delivery: Delivery | None = None
+    extras: dict = field(default_factory=dict)
+
+
+def _router(slot: KitSlot, on_applied) -> NatsRouter:
+    router = NatsRouter()
+
+    @router.subscriber("evt.>", **ordered_batch_consumer(CONSUMER, ack_wait_s=ACK_WAIT_S), title=CONSUMER,
+                       description="Run, score and leaderboard events, turned into Discord messages.")
+    async def updates(body: list) -> None:
+        await slot().handle_batch(projection.apply_batch)
+        on_applied()
+
+    return router
+
+
+class KernelBotClient(discord.Client):
+    def __init__(self, settings: DiscordSettings, *, intents: discord.Intents | None = None) -> None:
+        # Slash commands need no privileged intent: guilds is enough to learn roles and channels.
+        super().__init__(intents=intents or discord.Intents(guilds=True))
+        self.tree = app_commands.CommandTree(self)
+        self.ctx = BotContext(settings=settings, client=self)
+        self.slot = KitSlot()
+        self.kit: Kit | None = None
+        self.observer: metrics.Observer | None = None
+
+    @property
+    def guild_object(self) -> discord.Object:
+        return discord.Object(self.ctx.settings.discord_guild_id)
+
+    async def setup_hook(self) -> None:
+        from services.discord.commands import register
+
+        settings = self.ctx.settings
+        broker = service_broker(settings)
+        broker.include_router(_router(self.slot, self._wake_delivery))
+        self.kit = await start_kit(broker, settings)
+        self.slot.fill(self.kit)
+        self.ctx.pool, self.ctx.broker = self.kit.pool, broker
+        self.ctx.layout = await ensure_layout(self, settings.discord_guild_id)
+        register(self.tree, self.ctx)
+        await self.tree.sync(guild=self.guild_object)
+        self.ctx.delivery = Delivery(self, self.kit.pool, self.ctx.layout)
+        self.ctx.delivery.start()
+        await broker.start()
+        # Like every consumer service: /metrics, /health and /ready on KB_METRICS_PORT, and the consumer's lag.
+        self.observer = metrics.observer(broker, self.kit, settings, "kernelbot discord")
+        await self.observer.start()
+
+    def _wake_delivery(self) -> None:
+        if self.ctx.delivery is not None:
+            self.ctx.delivery.wake.set()
+
+    async def close(self) -> None:
+        if self.observer is not None:
+            await self.observer.stop()
+            self.observer = None
+        if self.ctx.delivery is not None:
+            await self.ctx.delivery.stop()
+        if self.ctx.broker is not None:
+            await self.ctx.broker.stop()
+        if self.kit is not None:
+            await stop_kit(self.kit)
+            self.slot.fill(None)
+            self.kit = None
+        await super().close()
+

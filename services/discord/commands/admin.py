@@ -1,0 +1,224 @@
+"""`/admin ...`: every command checks the Leaderboard Admin role; resync also needs Administrator.
+
+Each change is published as the event the rest of the platform already knows; the bot decides nothing itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import tempfile
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import discord
+from discord import app_commands
+
+from problems import PROBLEMS_ROOT
+from runner.taskfile import TaskFileError, load_problem
+from schemas.events import LeaderboardCreated, LeaderboardDeleted, SubmissionDeleted
+from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
+from services.discord import repository as bot_repository
+from services.discord.commands.common import admin_only, administrator_only, on_error, reply, text_file
+from services.discord.commands.leaderboard import submission_summary
+from services.gateway import problem_archive, problems_repository
+from services.gateway import repository as read_model
+from services.gateway.problemsync import ProblemSetNotFound, name_problem, plan_sync
+from services.gateway.routes.admin_problems import REPOSITORY
+from services.kit.bus import publish
+
+DEV_LIFETIME = timedelta(days=30)
+
+
+def _problems_root(ctx) -> Path:
+    return Path(ctx.settings.problems_dir or PROBLEMS_ROOT).resolve()
+
+
+def _inside(root: Path, relative: str) -> Path | None:
+    """A directory under the problems root; None for anything that escapes it."""
+    path = (root / relative).resolve()
+    return path if path.is_relative_to(root) and path.exists() else None
+
+
+class Confirm(discord.ui.View):
+    def __init__(self, user_id: int) -> None:
+        super().__init__(timeout=120)
+        self.user_id, self.confirmed = user_id, False
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return interaction.user.id == self.user_id
+
+    @discord.ui.button(label="Delete", style=discord.ButtonStyle.danger)
+    async def confirm(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        self.confirmed = True
+        await interaction.response.edit_message(content="Deleting …", view=None)
+        self.stop()
+
+    @discord.ui.button(label="Cancel", style=discord.ButtonStyle.secondary)
+    async def cancel(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        await interaction.response.edit_message(content="Cancelled; nothing was deleted.", view=None)
+        self.stop()
+
+
+async def sync_problems(ctx, repository: str | None, branch: str, problem_set: str | None, force: bool):
+    """The gateway's problem sync (services.gateway.problemsync), fed by a repository archive or the local root."""
+    boards = await problems_repository.boards(ctx.pool)
+
+    def plan(root: Path):
+        return plan_sync(root, boards, problem_set=problem_set, force=force, visibility="public",
+                         now=datetime.now(UTC), new_secret=lambda: secrets.randbits(31), event_tag=uuid.uuid4().hex)
+
+    if not repository:
+        return await asyncio.to_thread(plan, _problems_root(ctx))
+    if not REPOSITORY.match(repository) or not branch or "/" in branch:
+        raise ValueError("repository must be <owner>/<name>, and the branch a name without slashes")
+    data = await problem_archive.download(
+        problem_archive.archive_url(ctx.settings.problems_archive_url, repository, branch))
+    with tempfile.TemporaryDirectory(prefix="kernelbot-discord-sync-") as scratch:
+        await asyncio.to_thread(problem_archive.unpack, data, Path(scratch))
+        return await asyncio.to_thread(plan, problem_archive.find_problems_root(Path(scratch)))
+
+
+def group(ctx) -> app_commands.Group:
+    admin = app_commands.Group(name="admin", description="Leaderboard administration")
+    admin.on_error = on_error
+
+    @admin.command(name="create-dev-leaderboard", description="A leaderboard from a local problem directory")
+    @app_commands.describe(directory="problem directory under the problems root",
+                           gpu="GPU or comma list (default: the task's gpus)")
+    @admin_only()
+    async def create_dev(interaction: discord.Interaction, directory: str, gpu: str | None = None) -> None:
+        root = _problems_root(ctx)
+        path = _inside(root, directory)
+        if path is None:
+            await reply(interaction, f"❌ No problem directory `{directory}` under the problems root.")
+            return
+        try:
+            problem = load_problem(path, root=root)
+        except (TaskFileError, OSError) as exc:
+            await reply(interaction, f"❌ {exc}")
+            return
+        name = f"{path.name}-dev".lower()
+        gpus = [g.strip() for g in gpu.split(",") if g.strip()] if gpu else problem.gpus
+        refusal = name_problem(name) or ("" if gpus else "no GPUs: name some, or list them in task.yml")
+        if refusal or await read_model.leaderboard(ctx.pool, name) is not None:
+            await reply(interaction, f"❌ {refusal or f'Leaderboard `{name}` exists already.'}")
+            return
+        await publish(ctx.broker, LeaderboardCreated(
+            event_id=f"LeaderboardCreated:{name}:{uuid.uuid4().hex}", name=name, description=problem.description,
+            task=problem.task, task_hash=problem.task_hash, templates=problem.templates, gpus=gpus,
+            deadline=datetime.now(UTC) + DEV_LIFETIME, secret_seed=secrets.randbits(31),
+            creator_id=interaction.user.id))
+        await reply(interaction, f"✅ Created `{name}`.")
+
+    @admin.command(name="delete-leaderboard", description="Delete a leaderboard; type its name to confirm")
+    @admin_only()
+    async def delete_leaderboard(interaction: discord.Interaction, leaderboard: str, confirm_name: str,
+                                 force: bool = False) -> None:
+        row = await read_model.leaderboard(ctx.pool, leaderboard)
+        if row is None:
+            await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
+            return
+        if confirm_name != row["name"]:
+            await reply(interaction, f"❌ Type the leaderboard's name, `{row['name']}`, to confirm.")
+            return
+        live = await problems_repository.live_submissions(ctx.pool, row["name"])
+        if live and not force:
+            await reply(interaction, f"❌ `{row['name']}` has {len(live)} submissions; pass `force` to delete them "
+                                     "too.")
+            return
+        # as the gateway's admin route does: the live submissions first, then the board, under a fresh tag
+        events = [SubmissionDeleted(submission_id=s["id"], user_id=str(s["user_id"]), by_admin=True) for s in live]
+        events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{uuid.uuid4().hex}",
+                                         name=row["name"], task_hash=row["task_hash"], force=force))
+        for event in events:
+            await publish(ctx.broker, event)
+        await reply(interaction, f"✅ Deleted `{row['name']}`" + (f" and {len(live)} submissions." if live else "."))
+
+    @admin.command(name="delete-submission", description="Delete any submission")
+    @admin_only()
+    async def delete_submission(interaction: discord.Interaction, submission_id: int) -> None:
+        row = await read_model.submission(ctx.pool, submission_id)
+        if row is None:
+            await reply(interaction, "❌ Submission not found.")
+            return
+        view = Confirm(interaction.user.id)
+        await reply(interaction, f"Delete submission {submission_id} by {row['user_name']}?", view=view)
+        if await view.wait() or not view.confirmed:
+            return
+        await publish(ctx.broker, SubmissionDeleted(submission_id=submission_id, user_id=str(row["user_id"]),
+                                                    by_admin=True, correlation_id=str(submission_id)))
+        await interaction.edit_original_response(content=f"✅ Submission {submission_id} deleted.", view=None)
+
+    @admin.command(name="stop", description="Stop accepting submissions")
+    @admin_only()
+    async def stop(interaction: discord.Interaction) -> None:
+        await publish(ctx.broker, IntakePaused(change_id=uuid.uuid4().hex))
+        await reply(interaction, "⏸ Intake stopped: new submissions are refused.")
+
+    @admin.command(name="start", description="Accept submissions again")
+    @admin_only()
+    async def start(interaction: discord.Interaction) -> None:
+        await publish(ctx.broker, IntakeResumed(change_id=uuid.uuid4().hex))
+        await reply(interaction, "▶ Intake open.")
+
+    @admin.command(name="update-problems", description="Sync leaderboards from a problem repository")
+    @app_commands.describe(repository="owner/name on GitHub (default: the local problems directory)",
+                           branch="branch of the repository", problem_set="one competition file's name",
+                           force="apply significant task changes too")
+    @admin_only()
+    async def update_problems(interaction: discord.Interaction, repository: str | None = None,
+                              branch: str = "main", problem_set: str | None = None, force: bool = False) -> None:
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            plan = await sync_problems(ctx, repository, branch, problem_set, force)
+        except (problem_archive.ArchiveError, ProblemSetNotFound, ValueError) as exc:
+            await reply(interaction, f"❌ {exc}")
+            return
+        for event in plan.events:
+            await publish(ctx.broker, event)
+        report = plan.report()
+        errors = "".join(f"\n❌ {e['name']}: {e['error']}" for e in report["errors"])
+        await reply(interaction, f"✅ created {len(report['created'])}, updated {len(report['updated'])}, skipped "
+                                 f"{len(report['skipped'])}: {', '.join(report['created'] + report['updated'])}"
+                                 f"{errors}")
+
+    @admin.command(name="stats", description="Platform statistics")
+    @admin_only()
+    async def stats(interaction: discord.Interaction) -> None:
+        row = await bot_repository.stats(ctx.pool)
+        await reply(interaction, f"Leaderboards: {row['leaderboards']} · submissions: {row['submissions']} "
+                                 f"({row['last_day']} in the last day) · users: {row['users']} · "
+                                 f"in flight: {row['in_flight']}")
+
+    @admin.command(name="ban", description="Refuse a user's submissions")
+    @admin_only()
+    async def ban(interaction: discord.Interaction, user: discord.User) -> None:
+        await publish(ctx.broker, UserBanned(user_id=str(user.id), change_id=uuid.uuid4().hex))
+        await reply(interaction, f"🚫 {user.name} is banned.")
+
+    @admin.command(name="unban", description="Accept a user's submissions again")
+    @admin_only()
+    async def unban(interaction: discord.Interaction, user: discord.User) -> None:
+        await publish(ctx.broker, UserUnbanned(user_id=str(user.id), change_id=uuid.uuid4().hex))
+        await reply(interaction, f"✅ {user.name} may submit again.")
+
+    @admin.command(name="get-submission", description="Any submission, secret runs included")
+    @admin_only()
+    async def get_submission(interaction: discord.Interaction, submission_id: int) -> None:
+        row = await read_model.submission(ctx.pool, submission_id)
+        if row is None:
+            await reply(interaction, "❌ Submission not found.")
+            return
+        await reply(interaction, await submission_summary(ctx, row, include_secret=True),
+                    files=[text_file(row["file_name"], row["code"])])
+
+    @admin.command(name="resync", description="Sync the slash commands to this server")
+    @admin_only()
+    @administrator_only()
+    async def resync(interaction: discord.Interaction) -> None:
+        synced = await ctx.client.tree.sync(guild=ctx.client.guild_object)
+        await reply(interaction, f"✅ {len(synced)} commands synced.")
+
+    return admin

@@ -1,0 +1,164 @@
+"""`/leaderboard ...`: submit, and read leaderboards, tasks, templates and one's own submissions."""
+
+from __future__ import annotations
+
+import discord
+from discord import app_commands
+
+from schemas.contracts import SUBMISSION_MARKER
+from services.discord import texts
+from services.discord.commands.common import board_autocomplete, on_error, reply, text_file
+from services.discord.commands.submit import submit_group
+from services.gateway import repository as read_model
+
+PAGE_SIZE = 10
+RANKING_SIZE = 10
+HELP = """**KernelBot**: write a fast GPU kernel, and see where it ranks.
+`/leaderboard list`: the leaderboards · `/leaderboard task <name>`: the problem and its reference files
+`/leaderboard template <name>`: starter code · `/leaderboard submit ranked <file>`: a ranked run (also `test`,
+`benchmark`, `profile`) in the submissions channel · `/leaderboard show <name>`: the ranking per GPU
+`/leaderboard show-personal <name>`: your submissions · `/leaderboard get-submission <id>`: one of yours.
+A script may name its leaderboard and GPUs in its first lines:
+```
+#!POPCORN leaderboard vectoradd_py
+#!POPCORN gpus cpu
+```"""
+
+
+class Pages(discord.ui.View):
+    """Previous / next buttons over pages of text, for the person who asked."""
+
+    def __init__(self, pages: list[str], user_id: int) -> None:
+        super().__init__(timeout=300)
+        self.pages, self.index, self.user_id = pages, 0, user_id
+
+    async def interaction_check(self, interaction: discord.Interaction) -> bool:
+        return interaction.user.id == self.user_id
+
+    async def _turn(self, interaction: discord.Interaction, step: int) -> None:
+        self.index = (self.index + step) % len(self.pages)
+        await interaction.response.edit_message(content=self.pages[self.index], view=self)
+
+    @discord.ui.button(label="◀")
+    async def previous(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        await self._turn(interaction, -1)
+
+    @discord.ui.button(label="▶")
+    async def next(self, interaction: discord.Interaction, _button: discord.ui.Button) -> None:
+        await self._turn(interaction, 1)
+
+
+def list_pages(rows) -> list[str]:
+    lines = [f"`{r['name']}` · {', '.join(sorted(r['gpus']))} · deadline {r['deadline']:%Y-%m-%d}"
+             f"{' · closed' if r['visibility'] != 'public' else ''}" for r in rows]
+    pages = ["\n".join(lines[i:i + PAGE_SIZE]) for i in range(0, len(lines), PAGE_SIZE)] or ["No leaderboards yet."]
+    return [f"**Leaderboards** ({i + 1}/{len(pages)})\n{page}" for i, page in enumerate(pages)]
+
+
+async def _board(ctx, interaction: discord.Interaction, name: str):
+    """The leaderboard if the user may read it; a closed one only through popcorn-cli with an invite."""
+    row = await read_model.leaderboard(ctx.pool, name)
+    if row is None:
+        await reply(interaction, f"❌ Leaderboard `{name}` does not exist.")
+        return None
+    if row["visibility"] != "public":
+        await reply(interaction, "❌ This leaderboard is closed; its participants use popcorn-cli.")
+        return None
+    return row
+
+
+def group(ctx) -> app_commands.Group:
+    lb = app_commands.Group(name="leaderboard", description="KernelBot leaderboards")
+    lb.on_error = on_error
+    lb.add_command(submit_group(ctx))
+    complete = board_autocomplete(ctx)
+
+    @lb.command(name="list", description="All leaderboards")
+    async def list_(interaction: discord.Interaction) -> None:
+        pages = list_pages(await read_model.leaderboards(ctx.pool))
+        view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
+        await reply(interaction, pages[0], view=view)
+
+    @lb.command(name="show", description="The ranking of a leaderboard, per GPU")
+    @app_commands.autocomplete(leaderboard=complete)
+    async def show(interaction: discord.Interaction, leaderboard: str, gpu: str | None = None) -> None:
+        row = await _board(ctx, interaction, leaderboard)
+        if row is None:
+            return
+        parts = [f"**{row['name']}**"]
+        for name in [gpu] if gpu else sorted(row["gpus"]):
+            ranking = await read_model.ranking(ctx.pool, row["id"], name, RANKING_SIZE, 0)
+            parts.append(f"__{name}__")
+            parts.extend(f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
+                         f"{texts.score_text(r['score'])} · `{r['file_name']}`" for r in ranking)
+            if not ranking:
+                parts.append("no ranked submissions yet")
+        await reply(interaction, "\n".join(parts))
+
+    @lb.command(name="show-personal", description="Your submissions to a leaderboard")
+    @app_commands.autocomplete(leaderboard=complete)
+    async def show_personal(interaction: discord.Interaction, leaderboard: str) -> None:
+        row = await _board(ctx, interaction, leaderboard)
+        if row is None:
+            return
+        mine = await read_model.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
+        lines = [f"`{s['id']}` {s['file_name']} · {s['submitted_at']:%Y-%m-%d %H:%M} · "
+                 + (", ".join(f"{r['gpu_type']}: {texts.score_text(r['score'])}" for r in s["runs"]) or "unranked")
+                 for s in mine]
+        await reply(interaction, "\n".join([f"**Your submissions to {row['name']}**", *lines])
+                    if lines else "You have no submissions to this leaderboard.")
+
+    @lb.command(name="task", description="A leaderboard's task and its reference files")
+    @app_commands.autocomplete(leaderboard=complete)
+    async def task(interaction: discord.Interaction, leaderboard: str) -> None:
+        row = await _board(ctx, interaction, leaderboard)
+        if row is None:
+            return
+        files = [text_file(name, content) for name, content in sorted(row["task"]["files"].items())
+                 if content != SUBMISSION_MARKER][:10]
+        await reply(interaction, texts.chunk(f"**{row['name']}**\n{row['description'] or ''}")[0], files=files)
+
+    @lb.command(name="template", description="Starter code for a leaderboard")
+    @app_commands.autocomplete(leaderboard=complete)
+    async def template(interaction: discord.Interaction, leaderboard: str, language: str | None = None) -> None:
+        row = await _board(ctx, interaction, leaderboard)
+        if row is None:
+            return
+        templates = row["templates"] or {}
+        if not templates:
+            await reply(interaction, f"`{row['name']}` has no templates.")
+            return
+        lang = language if language in templates else min(templates)
+        comment = "//" if lang.lower() in ("cuda", "cu", "cpp", "c++") else "#"
+        extension = ".cu" if comment == "//" else ".py"
+        body = f"{comment}!POPCORN leaderboard {row['name']}\n\n{templates[lang]}"
+        await reply(interaction, f"Starter code for `{row['name']}` ({lang}).",
+                    files=[text_file(f"{row['name']}_template{extension}", body)])
+
+    @lb.command(name="get-submission", description="One of your submissions: its code and results")
+    async def get_submission(interaction: discord.Interaction, submission_id: int) -> None:
+        row = await read_model.submission(ctx.pool, submission_id)
+        if row is None or str(row["user_id"]) != str(interaction.user.id):
+            await reply(interaction, "❌ Submission not found among yours.")
+            return
+        await reply(interaction, await submission_summary(ctx, row, include_secret=False),
+                    files=[text_file(row["file_name"], row["code"])])
+
+    @lb.command(name="help", description="How to use KernelBot")
+    async def help_(interaction: discord.Interaction) -> None:
+        await reply(interaction, HELP)
+
+    return lb
+
+
+async def submission_summary(ctx, row, *, include_secret: bool) -> str:
+    runs = await read_model.submission_runs(ctx.pool, row["id"])
+    lines = [f"**Submission {row['id']}** · `{row['leaderboard_name']}` · {row['mode']} · {row['user_name']} · "
+             f"{row['job_status'] or 'initial'}" + (f": {row['job_error']}" if row["job_error"] else "")]
+    for run in runs:
+        if run["secret"] and not include_secret:
+            continue
+        score = f" · {texts.score_text(run['score'])}" if run["score"] is not None else ""
+        lines.append(f"{run['gpu']} {run['stage']}{' (secret)' if run['secret'] else ''}: "
+                     f"{'✅ passed' if run['passed'] else '❌ failed'}{score}")
+    return "\n".join(lines)

@@ -1,0 +1,228 @@
+"""Delivers the bot's outbox to Discord over REST, in order, after the transactions that decided each call commit.
+
+Edits are idempotent and render the submission's state at delivery time; posts carry a nonce Discord enforces, so a
+call retried after a crash lands once. A call that fails for a passing reason (Discord down, rate limited, the read
+model not there yet) waits and is tried again while the calls after it go on: one slow call never holds back
+other submissions, and each call carries everything it shows, so order between calls never matters.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import asyncpg
+import discord
+
+from services.discord import reporting, repository, texts
+from services.gateway import repository as read_model
+
+log = logging.getLogger("kernelbot.discord")
+
+# Interaction tokens live 15 minutes; past this age the ephemeral reply is left as it is.
+TOKEN_LIFETIME = timedelta(minutes=14, seconds=30)
+MAX_ATTEMPTS = 10  # about four minutes of retries
+VERDICT_WAITS = 120  # tries (x 0.25 s) for the ledger to show a new score before the verdict goes out without a rank
+
+
+class Retry(Exception):
+    def __init__(self, delay_s: float, why: str) -> None:
+        super().__init__(why)
+        self.delay_s = delay_s
+
+
+@dataclass
+class Layout:
+    """Where the bot writes: found or created at start-up (services.discord.layout)."""
+
+    guild_id: int
+    submissions_channel: int = 0
+    general_channel: int = 0
+    forum_channel: int = 0
+    category: int = 0
+    roles: dict[str, int] | None = None
+
+
+def _nonce(outbox_id: int, part: int = 0) -> str:
+    return f"kb{outbox_id}p{part}"
+
+
+class Delivery:
+    def __init__(self, client: discord.Client, pool: asyncpg.Pool, layout: Layout) -> None:
+        self.client = client
+        self.pool = pool
+        self.layout = layout
+        self.wake = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._stopping = False
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="discord-delivery")
+
+    async def stop(self, grace_s: float = 10.0) -> None:
+        """Finish the call in progress (a call cut in half is the one case a retry cannot tell), then stop."""
+        if self._task is None:
+            return
+        self._stopping = True
+        self.wake.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), grace_s)
+        except TimeoutError:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+
+    async def _run(self) -> None:
+        while not self._stopping:
+            try:
+                busy = await self.deliver_pending()
+            except Exception:
+                log.exception("delivering Discord messages failed; retrying")
+                busy = False
+            if not busy:
+                try:
+                    await asyncio.wait_for(self.wake.wait(), 0.5)
+                except TimeoutError:
+                    pass
+                self.wake.clear()
+
+    async def deliver_pending(self) -> bool:
+        """Deliver what is due, in order; True when something was delivered."""
+        rows = await repository.pending(self.pool)
+        for row in rows:
+            if self._stopping:
+                return False
+            try:
+                await self.deliver(row)
+            except Retry as retry:
+                await repository.postpone(self.pool, row["id"], retry.delay_s, str(retry))
+                return False
+            except discord.HTTPException as exc:
+                if exc.status >= 500 or exc.status == 429:
+                    return await self._later(row, exc)
+                log.warning("Discord refused %s %s: %s", row["kind"], row["id"], exc)
+                await repository.delivered(self.pool, row["id"], str(exc)[:500])
+                continue
+            except Exception as exc:  # noqa: BLE001 - Discord unreachable, or a bug: retried, then set aside
+                return await self._later(row, exc)
+            await repository.delivered(self.pool, row["id"])
+        return bool(rows)
+
+    async def _later(self, row, exc: Exception) -> bool:
+        """Try again with a growing delay; after MAX_ATTEMPTS the call is set aside (its row keeps the error), so
+        one bad call never blocks the messages after it."""
+        if row["attempts"] + 1 >= MAX_ATTEMPTS:
+            log.error("giving up on Discord call %s %s: %r", row["kind"], row["id"], exc)
+            await repository.delivered(self.pool, row["id"], f"gave up: {exc!r}"[:500])
+            return True
+        log.warning("Discord call %s %s failed (%r); retrying", row["kind"], row["id"], exc)
+        await repository.postpone(self.pool, row["id"], min(30.0, 2.0 ** row["attempts"]), repr(exc))
+        return False
+
+    async def deliver(self, row) -> None:
+        handler = {"status": self._status, "thread_report": self._thread_report, "verdict": self._verdict,
+                   "podium": self._podium, "forum_post": self._forum_post}.get(row["kind"])
+        if handler is None:
+            raise ValueError(f"unknown kind of Discord call {row['kind']!r}")
+        await handler(row)
+
+    # --- per kind ------------------------------------------------------------------------------------------------
+
+    async def _status(self, row) -> None:
+        submission_id = row["submission_id"]
+        if await repository.later_status_pending(self.pool, submission_id, row["id"]):
+            return  # a later edit shows everything this one would
+        sub = await repository.tracked(self.pool, submission_id)
+        text = texts.status_message(texts.header(submission_id, sub["leaderboard"], sub["mode"], sub["gpus"]),
+                                    [sub["run_lines"][run] for run in sub["run_order"]], sub["final_line"])
+        fresh = datetime.now(UTC) - sub["token_issued_at"] < TOKEN_LIFETIME
+        if fresh and sub["original_message_id"]:
+            webhook = discord.Webhook.partial(sub["application_id"], sub["interaction_token"], client=self.client)
+            try:
+                await webhook.edit_message(sub["original_message_id"], content=text)
+                return
+            except (discord.NotFound, discord.Forbidden) as exc:
+                log.info("reply of submission %s is gone (%s); posting instead", submission_id, exc)
+            except discord.HTTPException as exc:
+                if exc.status != 401:
+                    raise
+        if sub["finished"]:  # the reply can no longer be edited: the outcome goes to the channel instead
+            channel = self.client.get_partial_messageable(sub["channel_id"])
+            await channel.send(f"<@{sub['user_id']}> {text}"[: texts.MESSAGE_LIMIT], nonce=_nonce(row["id"]),
+                               allowed_mentions=discord.AllowedMentions(users=True))
+
+    async def _thread_report(self, row) -> None:
+        body, submission_id = row["body"], row["submission_id"]
+        sub = await repository.tracked(self.pool, submission_id)
+        run = await repository.run(self.pool, body["run_id"])
+        thread_id = run["thread_id"] if run else None
+        if thread_id is None:
+            name = reporting.thread_name(submission_id, texts.MODE_NAMES.get(sub["mode"], sub["mode"]), body["gpu"])
+            thread = await self._find_thread(sub["channel_id"], name) if run and run["thread_requested"] else None
+            if thread is None:
+                await repository.request_thread(self.pool, body["run_id"], submission_id, body["gpu"])
+                channel = await self.client.fetch_channel(sub["channel_id"])
+                thread = await channel.create_thread(name=name, type=discord.ChannelType.private_thread,
+                                                     invitable=False)
+            await repository.store_thread(self.pool, body["run_id"], thread.id)
+            await thread.add_user(discord.Object(int(sub["user_id"])))
+            thread_id = thread.id
+        messages, files = reporting.thread_messages(body["gpu"], body["backend"], body["mode"], body["result"])
+        target = self.client.get_partial_messageable(thread_id)
+        for index, content in enumerate(messages):
+            await target.send(content, nonce=_nonce(row["id"], index))
+        if files:
+            await target.send(files=[discord.File(io.BytesIO(f.content), filename=f.name) for f in files[:10]],
+                              nonce=_nonce(row["id"], len(messages)))
+
+    async def _find_thread(self, channel_id: int, name: str) -> discord.Thread | None:
+        """The thread an earlier attempt created before it could store the id (the bot stopped in between)."""
+        guild = await self.client.fetch_guild(self.layout.guild_id)
+        return next((t for t in await guild.active_threads() if t.parent_id == channel_id and t.name == name), None)
+
+    async def _verdict(self, row) -> None:
+        body, submission_id = row["body"], row["submission_id"]
+        sub = await repository.tracked(self.pool, submission_id)
+        board = await read_model.leaderboard(self.pool, body["leaderboard"])
+        standing = None
+        if board is not None:
+            waiting = await repository.score_of(self.pool, submission_id, body["gpu"]) is None
+            if waiting and row["attempts"] < VERDICT_WAITS:
+                raise Retry(0.25, "score not in the read model yet")
+            standing = await self._standing(board["id"], body["gpu"], body["user_id"], submission_id)
+        standing = standing or texts.Standing(rank=None, is_best=False, earlier_scores=0)
+        text = texts.verdict(f"<@{body['user_id']}>", body["leaderboard"], body["gpu"], body["score"], standing)
+        channel = self.client.get_partial_messageable(sub["channel_id"])
+        await channel.send(text, nonce=_nonce(row["id"]), allowed_mentions=discord.AllowedMentions(users=True))
+
+    async def _standing(self, board_id: int, gpu: str, user_id: str, submission_id: int) -> texts.Standing:
+        ranking = await read_model.ranking(self.pool, board_id, gpu, None, 0)
+        mine = next((r for r in ranking if str(r["user_id"]) == user_id), None)
+        is_best = mine is not None and mine["submission_id"] == submission_id
+        earlier = await repository.earlier_scores(self.pool, board_id, gpu, user_id, submission_id)
+        return texts.Standing(rank=mine["rank"] if is_best else None, is_best=is_best, earlier_scores=earlier)
+
+    async def _podium(self, row) -> None:
+        body = row["body"]
+        board = await read_model.leaderboard(self.pool, body["leaderboard"])
+        if board is None or board["visibility"] != "public" or board["deadline"] < datetime.now(UTC):
+            return  # closed and finished leaderboards are not announced
+        if not self.layout.submissions_channel:
+            return
+        channel = self.client.get_partial_messageable(self.layout.submissions_channel)
+        await channel.send(texts.podium(body["leaderboard"], body["gpu"], body["top"]), nonce=_nonce(row["id"]),
+                           allowed_mentions=discord.AllowedMentions.none())
+
+    async def _forum_post(self, row) -> None:
+        body = row["body"]
+        if not self.layout.forum_channel:
+            return
+        forum = await self.client.fetch_channel(self.layout.forum_channel)
+        await forum.create_thread(name=body["name"][:100],
+                                  content=texts.forum_post(body["name"], body["description"], body["gpus"],
+                                                           body["deadline"]))

@@ -1,0 +1,103 @@
+"""Events into the bot's state and its outbox of Discord calls, in the transaction of the consumer's tracking row.
+
+Nothing here talks to Discord: a call decided here is delivered after commit by services.discord.delivery, so a
+redelivered event changes nothing and a restarted bot delivers what was decided before it stopped.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from schemas.envelope import Event
+from schemas.events import (
+    LeaderboardCreated,
+    LeaderboardRankChanged,
+    RunCompleted,
+    RunFailed,
+    RunProgress,
+    RunStarted,
+    ScoreComputed,
+    SubmissionFinished,
+    SubmissionRejected,
+)
+from services.discord import repository, texts
+from services.discord.reporting import run_result, status_report
+
+SUBJECTS = tuple(e.subject for e in (RunStarted, RunProgress, RunCompleted, RunFailed, SubmissionFinished,
+                                     SubmissionRejected, ScoreComputed, LeaderboardRankChanged,
+                                     LeaderboardCreated))
+ANNOUNCE_WITHIN = timedelta(minutes=15)
+
+
+async def _status(conn, submission_id: int) -> None:
+    await repository.enqueue(conn, "status", submission_id, {})
+
+
+def _news(event: Event) -> bool:
+    """Announcements are for what just happened: a first start replaying the log does not repeat history."""
+    return datetime.now(UTC) - event.occurred_at < ANNOUNCE_WITHIN
+
+
+async def apply(conn, event: Event) -> None:
+    if event.subject not in SUBJECTS:
+        return
+    if isinstance(event, LeaderboardRankChanged | LeaderboardCreated) and not _news(event):
+        return
+    match event:
+        case LeaderboardRankChanged():
+            top = [e.model_dump(mode="json") for e in event.top]
+            previous = [e.model_dump(mode="json") for e in event.previous_top]
+            if texts.podium_changed(top, previous):
+                await repository.enqueue(conn, "podium", None, {"leaderboard": event.leaderboard, "gpu": event.gpu,
+                                                                "top": top})
+            return
+        case LeaderboardCreated():
+            if event.visibility == "public":
+                await repository.enqueue(conn, "forum_post", None, {
+                    "name": event.name, "description": event.description, "gpus": event.gpus,
+                    "deadline": event.deadline.isoformat()})
+            return
+    submission_id = getattr(event, "submission_id", None)
+    row = await repository.tracked(conn, submission_id, lock=True) if submission_id is not None else None
+    if row is None:
+        return  # not a Discord submission
+    match event:
+        case RunStarted():
+            await repository.add_run(conn, event.run_id, submission_id, event.gpu)
+            if event.run_id not in row["run_lines"]:
+                await repository.set_run_line(conn, submission_id, event.run_id, texts.started_line(event.gpu, False))
+                await _status(conn, submission_id)
+        case RunProgress():
+            if str(row["run_lines"].get(event.run_id, "")).startswith("⏳"):
+                gpu = (await repository.run(conn, event.run_id) or {"gpu": "?"})["gpu"]
+                await repository.set_run_line(conn, submission_id, event.run_id,
+                                              texts.progress_line(gpu, event.message))
+                await _status(conn, submission_id)
+        case RunCompleted():
+            await repository.add_run(conn, event.run_id, submission_id, event.gpu)
+            result = run_result(event)
+            await repository.set_run_line(conn, submission_id, event.run_id,
+                                          status_report(event.gpu, event.backend, event.mode, event.secret, result))
+            await _status(conn, submission_id)
+            if not event.secret:  # a secret run's output never leaves the server
+                await repository.enqueue(conn, "thread_report", submission_id, {
+                    "run_id": event.run_id, "gpu": event.gpu, "backend": event.backend, "mode": event.mode,
+                    "result": result})
+        case RunFailed():
+            await repository.set_run_line(conn, submission_id, event.run_id,
+                                          texts.failed_run_lines(event.gpu, event.reason, event.detail))
+            await _status(conn, submission_id)
+        case ScoreComputed():
+            await repository.enqueue(conn, "verdict", submission_id, {
+                "leaderboard": event.leaderboard, "gpu": event.gpu, "score": event.score, "user_id": event.user_id})
+        case SubmissionRejected():
+            await repository.finish(conn, submission_id, f"❌ Submission {submission_id} refused: {event.reason}")
+            await _status(conn, submission_id)
+        case SubmissionFinished():
+            await repository.finish(conn, submission_id, texts.final_line(submission_id, event.status, event.error))
+            await _status(conn, submission_id)
+
+
+async def apply_batch(conn, batch: list[tuple[int, Event]]) -> None:
+    for _seq, event in batch:
+        await apply(conn, event)

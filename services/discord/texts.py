@@ -1,0 +1,101 @@
+"""What the bot writes: status lines, verdicts, announcements, and messages cut to Discord's limit. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from runner.reports import chunk, format_time
+
+MESSAGE_LIMIT = 2000
+MODE_NAMES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "leaderboard": "ranked"}
+MEDALS = {1: "🥇", 2: "🥈", 3: "🥉"}
+FAILURE_REASONS = {"timeout": "timed out", "launch_error": "could not be launched", "lost": "was lost",
+                   "runner_error": "runner error", "cancelled": "cancelled"}
+
+
+def score_text(score_s: float) -> str:
+    return format_time(score_s * 1e9)
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def header(submission_id: int, leaderboard: str, mode: str, gpus: Sequence[str]) -> str:
+    return (f"**Submission {submission_id}**: {MODE_NAMES.get(mode, mode)} run of `{leaderboard}` on "
+            f"{', '.join(gpus)}")
+
+
+def started_line(gpu: str, secret: bool) -> str:
+    return f"⏳ {gpu}{' (secret)' if secret else ''}: running"
+
+
+def progress_line(gpu: str, message: str) -> str:
+    return f"⏳ {gpu}: {message.strip()[:200]}"
+
+
+def failed_run_lines(gpu: str, reason: str, detail: str) -> str:
+    return f"**{gpu} ❌ failure**\n> {FAILURE_REASONS.get(reason, reason)}{': ' + detail if detail else ''}"
+
+
+def final_line(submission_id: int, status: str, error: str | None) -> str:
+    if status == "succeeded":
+        return f"✅ Submission {submission_id} finished."
+    return f"❌ Submission {submission_id} {status.replace('_', ' ')}: {error or 'no details'}"
+
+
+def status_message(head: str, run_lines: Sequence[str], final: str | None) -> str:
+    """The ephemeral reply: header, each run's lines, the final line; cut to the message limit."""
+    text = "\n".join([head, *run_lines, *([final] if final else [])])
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 2] + " …"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where a scored submission stands on its board, read from the ranking once the score is in it."""
+
+    rank: int | None  # the user's best entry's rank, when that entry is this submission
+    is_best: bool  # this submission is the user's best on the board
+    earlier_scores: int  # the user's other ranked submissions on this board and GPU
+
+
+def verdict(user_mention: str, leaderboard: str, gpu: str, score_s: float, standing: Standing) -> str:
+    """The message that ends a ranked submission (🥇/🥈/🥉, Nth place, personal best, successful, first)."""
+    score = score_text(score_s)
+    where = f"`{leaderboard}` on {gpu}"
+    if standing.is_best and standing.rank is not None and standing.rank in MEDALS:
+        text = f"{MEDALS[standing.rank]} {ordinal(standing.rank)} place on {where}: {score}"
+    elif standing.earlier_scores == 0:
+        place = f", {ordinal(standing.rank)} place" if standing.rank else ""
+        text = f"🍾 First successful submission on {where}: {score}{place}"
+    elif standing.is_best:
+        place = f", {ordinal(standing.rank)} place" if standing.rank else ""
+        text = f"🎉 Personal best on {where}: {score}{place}"
+    else:
+        text = f"✅ Successful on {where}: {score}"
+    return f"{user_mention} {text}"
+
+
+def podium(leaderboard: str, gpu: str, top: Sequence[dict]) -> str:
+    lines = [f"🏆 New top three on `{leaderboard}` ({gpu}):"]
+    for entry in top[:3]:
+        medal = MEDALS.get(entry["rank"], f"{entry['rank']}.")
+        lines.append(f"{medal} {entry['user_name']}: {score_text(entry['score'])}")
+    return "\n".join(lines)
+
+
+def podium_changed(top: Sequence[dict], previous: Sequence[dict]) -> bool:
+    """Whether who holds the first three places, or their scores, changed."""
+    def key(entries):
+        return [(e["rank"], e["user_id"], e["score"]) for e in entries[:3]]
+
+    return key(top) != key(previous)
+
+
+def forum_post(name: str, description: str, gpus: Sequence[str], deadline: str) -> str:
+    body = description.strip() or "No description."
+    text = f"{body}\n\nGPUs: {', '.join(gpus)}\nDeadline: {deadline}\nSubmit with `/leaderboard submit`."
+    return chunk(text)[0]
+
