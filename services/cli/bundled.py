@@ -3,28 +3,15 @@
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
 
+from runner.competition import parse_deadline
 from runner.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 
-DEFAULT_LIFETIME = timedelta(days=365)
-
-
-def parse_deadline(value: object) -> datetime:
-    """Competition-file deadlines are naive UTC (harness.md §1.2); missing means a year from now."""
-    if value in (None, ""):
-        return datetime.now(UTC) + DEFAULT_LIFETIME
-    text = str(value).strip()
-    for fmt in ("%Y-%m-%d %H:%M", "%Y-%m-%d"):
-        try:
-            return datetime.strptime(text, fmt).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-    raise ValueError(f"unparsable deadline {text!r}")
+__all__ = ["leaderboards_from_competition", "parse_deadline"]  # parse_deadline: the one rule, from runner
 
 
 def leaderboards_from_competition(competition_file: Path, existing: set[str]) -> list[LeaderboardCreated]:

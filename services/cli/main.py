@@ -7,14 +7,19 @@ from typing import Annotated
 
 import typer
 
-from services.cli import client
+from services.cli import client, events_cmd, problems, runners
+from services.cli.run_local import run_local_command
 
 app = typer.Typer(help="KernelBot: compete at writing fast GPU kernels.", no_args_is_help=True)
 leaderboard_app = typer.Typer(help="Read leaderboards.", no_args_is_help=True)
 app.add_typer(leaderboard_app, name="leaderboard")
+app.command("run-local")(run_local_command)
+app.add_typer(problems.problems_app, name="problems")
+events_cmd.register(app)  # operator commands: events, rejudge, dlq, export
+runners.register(app)  # operator commands: runners, verify-runs
 
 Url = Annotated[str, typer.Option(help="Gateway URL (default: KB_URL, else http://127.0.0.1:8000)")]
-SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger")
+SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger", "discord")
 
 
 @app.command()
@@ -29,12 +34,16 @@ def up(
 
 
 @app.command()
-def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | scorer | ledger")]) -> None:
+def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | scorer | ledger | discord")]) -> None:
     """Run one service in the foreground."""
     import asyncio
 
     if name not in SERVICE_NAMES:
         raise typer.BadParameter(f"unknown service {name!r}; choose one of {', '.join(SERVICE_NAMES)}")
+    from services.kit import jsonlog
+    from services.kit.settings import ServiceSettings
+
+    jsonlog.configure(name, ServiceSettings().log_level)
     if name == "gateway":
         import uvicorn
 
@@ -43,6 +52,11 @@ def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | score
 
         settings = GatewaySettings()
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        return
+    if name == "discord":
+        from services.discord.app import serve as serve_discord
+
+        serve_discord()
         return
     module = __import__(f"services.{name}.app", fromlist=["create_app"])
     asyncio.run(module.create_app().run())

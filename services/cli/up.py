@@ -123,6 +123,12 @@ def run_up(data_dir: Path, port: int, echo) -> None:
         stack.start_infrastructure()
         for name in SERVICES:
             stack.spawn(name)
+        from services.discord.app import enabled as discord_enabled
+
+        if discord_enabled():
+            stack.spawn("discord")
+        else:
+            echo("Discord bot: off (set KB_DISCORD_TOKEN and KB_DISCORD_GUILD_ID to start it; see docs/discord.md)")
         asyncio.run(_seed_when_streams_exist(stack))
         echo(f"KernelBot is up: http://127.0.0.1:{port}  (logs in {data_dir})")
         echo(f"Your CLI id is stored in {data_dir / 'cli_id'}; try:")

@@ -14,13 +14,15 @@ router = NatsRouter()
 kit = KitSlot()
 
 PROJECT_ALL = "ledger-project"
+# Short, since a restarted ledger waits this long for what its predecessor held (services/kit/leader.py).
+LEDGER_ACK_WAIT_S = 10.0
 
 
 async def _apply(conn, events) -> None:
     await repository.project_batch(conn, events)
 
 
-@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL), title=PROJECT_ALL,
+@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL, ack_wait_s=LEDGER_ACK_WAIT_S), title=PROJECT_ALL,
                    description="Every event of the catalogue (schemas.events), projected in stream order.")
 async def project_events(body: list[Any]) -> None:
     # A batch is applied in stream order in one transaction: projections see events in the order they happened.

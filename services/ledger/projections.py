@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from schemas.auth_events import OAuthUserRegistered
 from schemas.envelope import Event
 from schemas.events import (
     CliUserRegistered,
@@ -32,13 +33,28 @@ from schemas.events import (
     SubmissionReceived,
     SubmissionRejected,
 )
+from schemas.policy_events import (
+    IntakePaused,
+    IntakeResumed,
+    InviteClaimed,
+    InvitesCreated,
+    InviteRevoked,
+    LeaderboardVisibilityChanged,
+    RateLimitCleared,
+    RateLimitSet,
+    UserBanned,
+    UserUnbanned,
+)
+from schemas.operations_events import ScoreRevised
 
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
-    "archive", "leaderboard_create", "leaderboard_update", "leaderboard_delete", "user_upsert",
+    "archive", "leaderboard_create", "leaderboard_update", "leaderboard_purge", "leaderboard_delete",
+    "user_upsert", "user_provider",
+    "intake_set", "user_ban", "visibility_set", "rate_limit_put", "invite_create", "invite_claim", "invite_revoke",
     "submission_insert", "submission_delete", "notify_submission", "job_set", "submission_status",
     "run_request_insert", "run_request_status", "run_request_outcome", "job_running", "job_heartbeat",
-    "stage_insert", "score_insert", "run_score", "rank_change",
+    "stage_insert", "score_insert", "run_score", "secret_run_score", "score_revise", "rank_change",
 )
 BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
 
@@ -83,9 +99,30 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
             plan.add("leaderboard_update", event.name, event.description, event.task.model_dump(mode="json"),
                      event.task_hash, event.templates, event.deadline, event.task.ranking_by)
         case LeaderboardDeleted():
+            plan.add("leaderboard_purge", event.name)  # its submissions and scores leave every view with it
             plan.add("leaderboard_delete", event.name)
+        case IntakePaused() | IntakeResumed():
+            plan.add("intake_set", isinstance(event, IntakeResumed), event.occurred_at)
+        case UserBanned() | UserUnbanned():
+            plan.add("user_ban", event.user_id, isinstance(event, UserBanned))
+        case LeaderboardVisibilityChanged():
+            plan.add("visibility_set", event.leaderboard, event.visibility)
+        case RateLimitSet():
+            plan.add("rate_limit_put", event.leaderboard, event.mode_category, event.max_submissions_per_hour)
+        case RateLimitCleared():
+            plan.add("rate_limit_put", event.leaderboard, event.mode_category, None)
+        case InvitesCreated():
+            for code in event.codes:
+                plan.add("invite_create", code, event.leaderboards, event.occurred_at)
+        case InviteClaimed():
+            plan.add("invite_claim", event.code, event.user_id, event.user_name, event.occurred_at)
+        case InviteRevoked():
+            plan.add("invite_revoke", event.code)
         case CliUserRegistered():
             plan.add("user_upsert", event.user_id, event.user_name, event.cli_id, event.web_auth_id)
+        case OAuthUserRegistered():
+            plan.add("user_upsert", event.user_id, event.user_name, event.cli_id, None)
+            plan.add("user_provider", event.user_id, event.provider)
         case SubmissionReceived():
             plan.add("submission_insert", event.submission_id, event.leaderboard, event.user_id, event.user_name,
                      event.file_name, event.code, event.mode, event.gpus, event.occurred_at)
@@ -97,6 +134,7 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case SubmissionRejected():
             plan.add("job_set", event.submission_id, "failed", event.reason)
             plan.add("submission_status", event.submission_id, "rejected", True)
+            plan.add("notify_submission", str(event.submission_id))
         case SubmissionFinished():
             plan.add("job_set", event.submission_id, event.status, event.error)
             plan.add("submission_status", event.submission_id, event.status, True)
@@ -106,27 +144,36 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case RunRequested():
             plan.add("run_request_insert", event.run_id, event.submission_id, event.gpu, event.mode, event.secret,
                      event.occurred_at)
+            # the submitting gateway answers once the acceptance and the queued run show (http-api.md §3.9)
+            plan.add("notify_submission", str(event.submission_id))
         case RunDispatched():
             plan.add("run_request_status", event.run_id, "dispatched", event.backend, event.job_ref, None,
-                     event.occurred_at)
+                     event.occurred_at, event.submission_id, event.gpu)
         case RunStarted():
-            plan.add("run_request_status", event.run_id, "running", None, None, None, event.occurred_at)
+            plan.add("run_request_status", event.run_id, "running", None, None, None, event.occurred_at,
+                     event.submission_id, event.gpu)
             plan.add("job_running", event.submission_id, event.occurred_at)
         case RunProgress():
             plan.add("job_heartbeat", event.submission_id, event.occurred_at)
         case RunCompleted():
             for row in _stage_rows(seq, event):
                 plan.add("stage_insert", *row)
-            plan.add("run_request_status", event.run_id, "completed", None, None, None, event.occurred_at)
+            plan.add("run_request_status", event.run_id, "completed", None, None, None, event.occurred_at,
+                     event.submission_id, event.gpu)
             plan.add("run_request_outcome", event.run_id, event.result.success, event.result.error,
                      event.result.system.model_dump(mode="json"))
         case RunFailed():
             plan.add("run_request_status", event.run_id, "failed", None, None, f"{event.reason}: {event.detail}",
-                     event.occurred_at)
+                     event.occurred_at, event.submission_id, event.gpu)
         case ScoreComputed():
             plan.add("score_insert", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
                      event.secret_score, event.run_id, event.submitted_at)
             plan.add("run_score", event.run_id, event.score)
+            if event.secret_score is not None:  # the secret leaderboard stage shows its score too (http-api.md §3.12)
+                plan.add("secret_run_score", event.submission_id, event.gpu, event.secret_score)
+        case ScoreRevised():
+            plan.add("score_revise", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
+                     event.secret_score, event.run_id, event.submitted_at)
         case LeaderboardRankChanged():
             plan.add("rank_change", seq, event.leaderboard, event.gpu,
                      [e.model_dump(mode="json") for e in event.top], event.occurred_at)

@@ -22,11 +22,35 @@ STATEMENTS = {
         UPDATE leaderboards SET description = $2, task = $3, task_hash = $4, templates = $5, deadline = $6,
                ranking_by = $7
         WHERE lower(name) = lower($1)""",
+    "leaderboard_purge": """
+        WITH board AS (SELECT id FROM leaderboards WHERE lower(name) = lower($1)),
+             scored AS (DELETE FROM scores WHERE leaderboard_id IN (SELECT id FROM board))
+        UPDATE submissions SET deleted = true WHERE leaderboard_id IN (SELECT id FROM board)""",
     "leaderboard_delete": "DELETE FROM leaderboards WHERE lower(name) = lower($1)",
     "user_upsert": """
         INSERT INTO users (user_id, user_name, cli_id, web_auth_id) VALUES ($1, $2, $3, $4)
         ON CONFLICT (user_id) DO UPDATE SET user_name = $2, cli_id = $3,
                web_auth_id = COALESCE($4, users.web_auth_id)""",
+    "user_provider": "UPDATE users SET provider = $2 WHERE user_id = $1",
+    # policy changes (schemas.policy_events); leaderboards are named, their ids resolved at projection time
+    "intake_set": """
+        INSERT INTO intake (accepting, changed_at) VALUES ($1, $2)
+        ON CONFLICT (singleton) DO UPDATE SET accepting = $1, changed_at = $2""",
+    "user_ban": "UPDATE users SET banned = $2 WHERE user_id = $1",
+    "visibility_set": "UPDATE leaderboards SET visibility = $2 WHERE lower(name) = lower($1)",
+    "rate_limit_put": """
+        INSERT INTO rate_limits (leaderboard_id, mode_category, max_submissions_per_hour)
+        SELECT id, $2, $3 FROM leaderboards WHERE lower(name) = lower($1)
+        ON CONFLICT (leaderboard_id, mode_category) DO UPDATE SET max_submissions_per_hour = $3""",
+    "invite_create": """
+        INSERT INTO invites (code, leaderboard_ids, created_at)
+        VALUES ($1, ARRAY(SELECT id FROM leaderboards WHERE lower(name) = ANY(SELECT lower(n) FROM unnest($2::text[])
+                                                                                 AS n) ORDER BY id), $3)
+        ON CONFLICT (code) DO NOTHING""",
+    # the first claim wins, even one replayed long after the stream's duplicate window
+    "invite_claim": """
+        UPDATE invites SET user_id = $2, user_name = $3, claimed_at = $4 WHERE code = $1 AND user_id IS NULL""",
+    "invite_revoke": "DELETE FROM invites WHERE code = $1",
     "submission_insert": """
         INSERT INTO submissions (id, leaderboard_id, user_id, user_name, file_name, code, mode, gpus, submitted_at)
         VALUES ($1, COALESCE((SELECT id FROM leaderboards WHERE lower(name) = lower($2)), 0), $3, $4, $5, $6, $7,
@@ -43,21 +67,31 @@ STATEMENTS = {
         WHERE job_rank(jobs.status) < job_rank($2)""",
     "submission_status": """
         UPDATE submissions SET status = $2, done = $3 WHERE id = $1 AND NOT done""",
+    # A run's later events can precede its RunRequested in the stream (a dispatcher that died between its commit
+    # and its outbox publish): either statement creates the row, and each fills in only what it knows.
     "run_request_insert": """
         INSERT INTO run_requests (run_id, submission_id, gpu, mode, secret, requested_at)
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (run_id) DO NOTHING""",
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (run_id) DO UPDATE SET mode = EXCLUDED.mode, secret = EXCLUDED.secret,
+               requested_at = EXCLUDED.requested_at""",
     "run_request_status": """
-        UPDATE run_requests SET status = $2, backend = COALESCE($3, backend), job_ref = COALESCE($4, job_ref),
-               error = COALESCE($5, error),
-               started_at = CASE WHEN $2 = 'running' THEN $6 ELSE started_at END,
-               finished_at = CASE WHEN $2 IN ('completed', 'failed') THEN $6 ELSE finished_at END
-        WHERE run_id = $1 AND run_rank(status) < run_rank($2)""",
+        INSERT INTO run_requests AS r (run_id, submission_id, gpu, mode, secret, status, backend, job_ref, error,
+                                       requested_at, started_at, finished_at)
+        VALUES ($1, $7, $8, '', false, $2, $3, $4, $5, $6, CASE WHEN $2 = 'running' THEN $6::timestamptz END,
+                CASE WHEN $2 IN ('completed', 'failed') THEN $6::timestamptz END)
+        ON CONFLICT (run_id) DO UPDATE SET status = $2, backend = COALESCE($3, r.backend),
+               job_ref = COALESCE($4, r.job_ref), error = COALESCE($5, r.error),
+               started_at = CASE WHEN $2 = 'running' THEN $6 ELSE r.started_at END,
+               finished_at = CASE WHEN $2 IN ('completed', 'failed') THEN $6 ELSE r.finished_at END
+        WHERE run_rank(r.status) < run_rank($2)""",
     "run_request_outcome": """
         UPDATE run_requests SET success = $2, result_error = $3, system = $4 WHERE run_id = $1""",
+    # The latest beat wins whatever the order a batch applies them in (a replay batches differently than live).
     "job_running": """
-        UPDATE jobs SET status = 'running', last_heartbeat = $2, updated_at = now()
-        WHERE submission_id = $1 AND job_rank(status) <= job_rank('running')""",
-    "job_heartbeat": "UPDATE jobs SET last_heartbeat = $2 WHERE submission_id = $1 AND status = 'running'",
+        UPDATE jobs SET status = CASE WHEN job_rank(status) <= job_rank('running') THEN 'running' ELSE status END,
+               last_heartbeat = GREATEST(last_heartbeat, $2), updated_at = now()
+        WHERE submission_id = $1""",
+    "job_heartbeat": "UPDATE jobs SET last_heartbeat = GREATEST(last_heartbeat, $2) WHERE submission_id = $1",
     "stage_insert": """
         INSERT INTO runs (run_id, stage, submission_id, gpu, secret, passed, result, system, harness_version,
                           start_time, end_time, recorded_seq)
@@ -67,6 +101,17 @@ STATEMENTS = {
         VALUES ($1, $2, (SELECT id FROM leaderboards WHERE lower(name) = lower($3)), $4, $5, $6, $7, $8)
         ON CONFLICT (submission_id, gpu) DO NOTHING""",
     "run_score": "UPDATE runs SET score = $2 WHERE run_id = $1 AND stage = 'leaderboard'",
+    "secret_run_score": """
+        UPDATE runs SET score = $3 WHERE submission_id = $1 AND gpu = $2 AND secret AND stage = 'leaderboard'""",
+    # a rejudge's revision: a new score replaces the old one, a score of NULL takes the submission off the board
+    "score_revise": """
+        WITH withdrawn AS (DELETE FROM scores WHERE submission_id = $1 AND gpu = $2 AND $5::float8 IS NULL),
+             run AS (UPDATE runs SET score = $5 WHERE run_id = $7 AND stage = 'leaderboard')
+        INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at)
+        SELECT $1, $2, (SELECT id FROM leaderboards WHERE lower(name) = lower($3)), $4, $5, $6, $7, $8
+        WHERE $5::float8 IS NOT NULL
+        ON CONFLICT (submission_id, gpu) DO UPDATE
+        SET score = EXCLUDED.score, secret_score = EXCLUDED.secret_score, run_id = EXCLUDED.run_id""",
     "rank_change": """
         INSERT INTO rank_changes (stream_seq, leaderboard, gpu, top, occurred_at) VALUES ($1, $2, $3, $4, $5)
         ON CONFLICT DO NOTHING""",

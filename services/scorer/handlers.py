@@ -15,15 +15,17 @@ from schemas.events import (
     SubmissionAccepted,
     SubmissionFinished,
 )
+from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunPlanned, ScoreRevised
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import repository, scoring
+from services.scorer import rejudge, repository, scoring
 from services.scorer.scoring import BoardEntry
 
 router = NatsRouter()
 kit = KitSlot()
-document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished))
+document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
+                                       ScoreRevised, RejudgeCompleted))
 
 
 async def judge_if_complete(conn, submission_id: int) -> list[Event]:
@@ -74,36 +76,84 @@ async def _rank_change(conn, row, score: scoring.GpuScore) -> list[Event]:
                                    correlation_id=str(row["submission_id"]))]
 
 
-@router.subscriber("evt.submission.accepted", **durable_consumer("scorer-accepted"), title="scorer-accepted")
+async def apply_accepted(conn, event: SubmissionAccepted) -> list[Event]:
+    await repository.lock_submission(conn, event.submission_id)
+    await repository.add_submission(conn, event)
+    return await judge_if_complete(conn, event.submission_id)
+
+
+async def apply_run_completed(conn, event: RunCompleted) -> list[Event]:
+    await repository.lock_submission(conn, event.submission_id)
+    verdict = scoring.verdict_of(event.result, event.mode, event.ranking_by)
+    if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
+                                        event.secret, verdict):
+        return []  # this run was already judged: a duplicate report counts once
+    return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
+
+
+async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
+    await repository.lock_submission(conn, event.submission_id)
+    verdict = scoring.failed_run_verdict(event.reason, event.detail)
+    if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, "", False, verdict):
+        return []
+    return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
+
+
+async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
+    if event.action != "rescore":
+        return []  # a rerun is judged run by run, as its runs end
+    return await rejudge.rescore(conn, event)
+
+
+async def apply_rerun_planned(conn, event: RerunPlanned) -> list[Event]:
+    await repository.lock_submission(conn, event.submission_id)
+    await repository.add_rerun(conn, event.rejudge_id, event.submission_id, [r.model_dump() for r in event.runs])
+    return await rejudge.judge_reruns(conn, event.submission_id)
+
+
+# What the scorer's state is built from, in stream order; a replay applies these and keeps what they emit unsent.
+APPLIERS = {
+    SubmissionAccepted: apply_accepted,
+    RunCompleted: apply_run_completed,
+    RunFailed: apply_run_failed,
+    RejudgeRequested: apply_rejudge,
+    RerunPlanned: apply_rerun_planned,
+}
+# The durable consumer applying each of them (its tracking rows say what it has applied).
+CONSUMERS = {
+    SubmissionAccepted: "scorer-accepted",
+    RunCompleted: "scorer-run-completed",
+    RunFailed: "scorer-run-failed",
+    RejudgeRequested: "scorer-rejudge",
+    RerunPlanned: "scorer-rerun-planned",
+}
+
+
+@router.subscriber("evt.submission.accepted", **durable_consumer(CONSUMERS[SubmissionAccepted]),
+                   title=CONSUMERS[SubmissionAccepted])
 async def on_accepted(event: SubmissionAccepted) -> None:
-    async def apply(conn):
-        await repository.lock_submission(conn, event.submission_id)
-        await repository.add_submission(conn, event)
-        return await judge_if_complete(conn, event.submission_id)
-
-    await kit().handle(apply)
+    await kit().handle(lambda conn: apply_accepted(conn, event))
 
 
-@router.subscriber("evt.run.completed", **durable_consumer("scorer-run-completed"), title="scorer-run-completed")
+@router.subscriber("evt.run.completed", **durable_consumer(CONSUMERS[RunCompleted]), title=CONSUMERS[RunCompleted])
 async def on_run_completed(event: RunCompleted) -> None:
-    async def apply(conn):
-        await repository.lock_submission(conn, event.submission_id)
-        verdict = scoring.verdict_of(event.result, event.mode, event.ranking_by)
-        if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
-                                            event.secret, verdict):
-            return []  # this run was already judged: a duplicate report counts once
-        return await judge_if_complete(conn, event.submission_id)
-
-    await kit().handle(apply)
+    await kit().handle(lambda conn: apply_run_completed(conn, event))
 
 
-@router.subscriber("evt.run.failed", **durable_consumer("scorer-run-failed"), title="scorer-run-failed")
+@router.subscriber("evt.run.failed", **durable_consumer(CONSUMERS[RunFailed]), title=CONSUMERS[RunFailed])
 async def on_run_failed(event: RunFailed) -> None:
-    async def apply(conn):
-        await repository.lock_submission(conn, event.submission_id)
-        verdict = scoring.failed_run_verdict(event.reason, event.detail)
-        if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, "", False, verdict):
-            return []
-        return await judge_if_complete(conn, event.submission_id)
+    await kit().handle(lambda conn: apply_run_failed(conn, event))
 
-    await kit().handle(apply)
+
+# A rescore reads a whole board in one transaction: it may take longer than a run's verdict.
+@router.subscriber("evt.rejudge.requested",
+                   **durable_consumer(CONSUMERS[RejudgeRequested], ack_wait_s=300.0, workers=1),
+                   title=CONSUMERS[RejudgeRequested])
+async def on_rejudge(event: RejudgeRequested) -> None:
+    await kit().handle(lambda conn: apply_rejudge(conn, event))
+
+
+@router.subscriber("evt.rejudge.rerun_planned", **durable_consumer(CONSUMERS[RerunPlanned]),
+                   title=CONSUMERS[RerunPlanned])
+async def on_rerun_planned(event: RerunPlanned) -> None:
+    await kit().handle(lambda conn: apply_rerun_planned(conn, event))

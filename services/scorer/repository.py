@@ -26,13 +26,15 @@ TOP = """
 SELECT user_id, user_name, score, submission_id FROM scorer_best WHERE leaderboard = $1 AND gpu = $2
 ORDER BY score, submitted_at, submission_id LIMIT $3
 """
+# Ties go to the earlier submission, as the board orders them, whichever replica happened to judge first.
 BEST_UPSERT = """
 INSERT INTO scorer_best (leaderboard, gpu, user_id, user_name, score, submission_id, submitted_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (leaderboard, gpu, user_id) DO UPDATE
 SET score = EXCLUDED.score, submission_id = EXCLUDED.submission_id, submitted_at = EXCLUDED.submitted_at,
     user_name = EXCLUDED.user_name
-WHERE EXCLUDED.score < scorer_best.score
+WHERE (EXCLUDED.score, EXCLUDED.submitted_at, EXCLUDED.submission_id)
+    < (scorer_best.score, scorer_best.submitted_at, scorer_best.submission_id)
 """
 
 
@@ -79,3 +81,73 @@ async def offer_best(conn: asyncpg.Connection, leaderboard: str, gpu: str, entry
     await conn.execute(BEST_UPSERT, leaderboard, gpu, entry.user_id, entry.user_name, entry.score,
                        entry.submission_id, submitted_at)
 
+
+# --- rejudging ---------------------------------------------------------------------------------------------------
+
+BOARD_SUBMISSIONS = """
+SELECT * FROM scorer_submissions WHERE lower(leaderboard) = lower($1) AND mode = 'leaderboard' AND finished
+ORDER BY submission_id
+"""
+VERDICTS_OF = "SELECT submission_id, run_id, outcome FROM scorer_runs WHERE submission_id = ANY($1::bigint[])"
+# The stored results are the log's own RunCompleted events; a report sent twice counts as its first copy.
+COMPLETED_RESULTS = """
+SELECT DISTINCT ON (payload->>'run_id') payload->>'run_id' AS run_id, payload->'result' AS result
+FROM event_archive WHERE event_type = 'RunCompleted' AND correlation_id = ANY($1::text[])
+ORDER BY payload->>'run_id', stream_seq
+"""
+SET_VERDICT = "UPDATE scorer_runs SET outcome = $2 WHERE run_id = $1"
+LOCK_BOARDS = "LOCK TABLE scorer_best IN EXCLUSIVE MODE"
+CLEAR_BOARD = "DELETE FROM scorer_best WHERE leaderboard = $1 AND gpu = $2"
+
+
+async def board_submissions(conn: asyncpg.Connection, leaderboard: str):
+    return await conn.fetch(BOARD_SUBMISSIONS, leaderboard)
+
+
+async def verdicts_of(conn: asyncpg.Connection, submission_ids: list[int]) -> dict[int, dict[str, RunVerdict]]:
+    found: dict[int, dict[str, RunVerdict]] = {}
+    for row in await conn.fetch(VERDICTS_OF, submission_ids):
+        found.setdefault(row["submission_id"], {})[row["run_id"]] = RunVerdict(**row["outcome"])
+    return found
+
+
+async def completed_results(conn: asyncpg.Connection, submission_ids: list[int]) -> dict[str, dict]:
+    rows = await conn.fetch(COMPLETED_RESULTS, [str(i) for i in submission_ids])
+    return {r["run_id"]: r["result"] for r in rows}
+
+
+async def set_verdict(conn: asyncpg.Connection, run_id: str, verdict: RunVerdict) -> None:
+    await conn.execute(SET_VERDICT, run_id, asdict(verdict))
+
+
+async def lock_boards(conn: asyncpg.Connection) -> None:
+    """Live judging waits while a board is rebuilt, so no best score slips in between."""
+    await conn.execute(LOCK_BOARDS)
+
+
+async def clear_board(conn: asyncpg.Connection, leaderboard: str, gpu: str) -> None:
+    await conn.execute(CLEAR_BOARD, leaderboard, gpu)
+
+
+RERUN_INSERT = """
+INSERT INTO scorer_reruns (rejudge_id, submission_id, planned_runs) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING
+"""
+OPEN_RERUNS = "SELECT rejudge_id, planned_runs FROM scorer_reruns WHERE submission_id = $1 AND NOT finished"
+FINISH_RERUN = "UPDATE scorer_reruns SET finished = true WHERE rejudge_id = $1 AND submission_id = $2"
+SET_PLANNED = "UPDATE scorer_submissions SET planned_runs = $2 WHERE submission_id = $1"
+
+
+async def add_rerun(conn: asyncpg.Connection, rejudge_id: str, submission_id: int, runs: list[dict]) -> None:
+    await conn.execute(RERUN_INSERT, rejudge_id, submission_id, runs)
+
+
+async def open_reruns(conn: asyncpg.Connection, submission_id: int) -> list[tuple[str, list[PlannedRun]]]:
+    rows = await conn.fetch(OPEN_RERUNS, submission_id)
+    return [(r["rejudge_id"], [PlannedRun.model_validate(p) for p in r["planned_runs"]]) for r in rows]
+
+
+async def finish_rerun(conn: asyncpg.Connection, rejudge_id: str, submission_id: int,
+                       planned: list[PlannedRun]) -> None:
+    """The rerun's runs now judge the submission: a later rescore reads their results."""
+    await conn.execute(FINISH_RERUN, rejudge_id, submission_id)
+    await conn.execute(SET_PLANNED, submission_id, [p.model_dump() for p in planned])

@@ -1,0 +1,235 @@
+"""Chaos: submissions through the real stack while services are SIGKILLed, NATS and Postgres restarted.
+
+Every service runs as a subprocess against an embedded NATS and Postgres; the dispatcher serves GPU `null` (a harness
+that does no work), so runs are instant and the platform itself is what is being shaken. While submissions are sent,
+a random service is SIGKILLed every `--kill-every` seconds and started again at once; half-way, NATS is restarted
+once and Postgres once. Then everything is left to settle and checked:
+
+- nothing lost: every accepted submission finished, once, with its two runs and one score;
+- nothing doubled: no submission, run or score is in the read model twice, and no event was applied twice;
+- the read model equals an undisturbed run of the same log: the tables are dumped, rebuilt from the stream by one
+  consumer applying it in order (`kernelbot events replay`), and compared row for row;
+- the board is the one the submissions call for (equal null scores: each user's earliest submission, all rank 1).
+
+    .venv/bin/python bench/chaos.py --submissions 5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from problems import PROBLEMS_ROOT  # noqa: E402
+from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
+from services.operate import replay  # noqa: E402
+from services.operate.db import connection  # noqa: E402
+from tests.support.platform import SERVICES, Platform, identity_board  # noqa: E402
+
+BOARD = "chaos"
+CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
+USERS = 10
+TIME_OF_PROJECTION = ("recorded_at", "updated_at")
+
+
+async def submit_all(url: str, cli_ids: list[str], count: int, concurrency: int) -> tuple[list[int], int]:
+    """Send `count` submissions, retrying what the chaos interrupts; returns the accepted ids and the retries."""
+    ids: list[int] = []
+    retries = 0
+    limit = asyncio.Semaphore(concurrency)
+    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+        async def one(i: int) -> None:
+            nonlocal retries
+            async with limit:
+                for _ in range(600):
+                    try:
+                        response = await client.post(
+                            f"/submission/{BOARD}/null/leaderboard",
+                            headers={"X-Popcorn-Cli-Id": cli_ids[i % len(cli_ids)]},
+                            files={"file": ("submission.py", CODE.encode())})
+                        if response.status_code == 202:
+                            ids.append(response.json()["details"]["id"])
+                            return
+                    except httpx.HTTPError:
+                        pass
+                    retries += 1
+                    await asyncio.sleep(0.5)
+                raise RuntimeError(f"submission {i} never accepted")
+
+        await asyncio.gather(*(one(i) for i in range(count)))
+    return ids, retries
+
+
+class Chaos(threading.Thread):
+    def __init__(self, platform: Platform, nats, postgres, kill_every_s: float) -> None:
+        super().__init__(daemon=True)
+        self.platform, self.nats, self.postgres = platform, nats, postgres
+        self.kill_every_s = kill_every_s
+        self.stop_at = threading.Event()
+        self.kills: dict[str, int] = dict.fromkeys(SERVICES, 0)
+        self.infrastructure: list[str] = []
+        self.restart_nats_at = self.restart_postgres_at = None
+
+    def run(self) -> None:
+        rng = random.Random(7)
+        while not self.stop_at.wait(self.kill_every_s):
+            try:
+                self._strike(rng)
+            except Exception as exc:  # noqa: BLE001 - the chaos must go on; say what went wrong
+                print(f"chaos step failed: {exc!r}", file=sys.stderr, flush=True)
+
+    def _strike(self, rng: random.Random) -> None:
+        # like `kernelbot up`, start again whatever died on its own (a start during an outage can fail)
+        for name in SERVICES:
+            child = self.platform.children.get(name)
+            if child is None or child.poll() is not None:
+                self.platform.children.pop(name, None)
+                self.platform.start(name) if name != "gateway" else self._start_gateway()
+        name = rng.choice(SERVICES)
+        self.platform.kill(name)
+        self.kills[name] += 1
+        self.platform.start(name) if name != "gateway" else self._start_gateway()
+        if self.restart_nats_at is not None and time.monotonic() > self.restart_nats_at:
+            self.restart_nats_at = None
+            self.nats.restart()
+            self.infrastructure.append("nats")
+        if self.restart_postgres_at is not None and time.monotonic() > self.restart_postgres_at:
+            self.restart_postgres_at = None
+            self.postgres.restart()
+            self.infrastructure.append("postgres")
+
+    def _start_gateway(self) -> None:
+        try:
+            self.platform.start("gateway")
+        except RuntimeError:
+            pass  # not healthy yet (NATS or Postgres away): it keeps starting; submitters retry
+
+
+def dump(database_url: str) -> dict[str, list[str]]:
+    async def read():
+        import asyncpg
+
+        conn = await asyncpg.connect(database_url)
+        try:
+            dropped = "".join(f" - '{c}'" for c in TIME_OF_PROJECTION)
+            return {t: [r[0] for r in await conn.fetch(f"SELECT (to_jsonb(x){dropped})::text FROM {t} x ORDER BY 1")]
+                    for t in [*replay.ledger_tables(), "event_archive", *replay.SCORER_TABLES]}
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+async def rebuild(database_url: str, nats_url: str) -> None:
+    async with connection(database_url) as conn:
+        for name in replay.PROJECTIONS:
+            await replay.REBUILDERS[name](conn, "stream", nats_url, lambda _n: None)
+
+
+def scalar(database_url: str, sql: str, *args):
+    async def read():
+        import asyncpg
+
+        conn = await asyncpg.connect(database_url)
+        try:
+            return await conn.fetchval(sql, *args)
+        finally:
+            await conn.close()
+
+    return asyncio.run(read())
+
+
+def wait_settled(database_url: str, ids: list[int], timeout_s: float) -> float | None:
+    """Seconds until every accepted submission shows done; None if some never do (the checks say which)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        done = scalar(database_url, "SELECT count(*) FROM submissions WHERE done AND id = ANY($1::bigint[])", ids)
+        if done == len(ids):
+            return time.monotonic() - started
+        time.sleep(1)
+    return None
+
+
+CHECKS = {
+    "submissions finished exactly once": """
+        SELECT count(*) FROM (SELECT correlation_id FROM event_archive WHERE event_type = 'SubmissionFinished'
+                              GROUP BY correlation_id HAVING count(DISTINCT event_id) <> 1) x""",
+    "submissions not succeeded": "SELECT count(*) FROM submissions WHERE status <> 'succeeded'",
+    "jobs not succeeded": "SELECT count(*) FROM jobs WHERE status <> 'succeeded'",
+    "submissions without exactly two runs": """
+        SELECT count(*) FROM submissions s WHERE (SELECT count(*) FROM run_requests r WHERE r.submission_id = s.id
+                                                  AND r.status = 'completed') <> 2""",
+    "submissions without exactly one score": """
+        SELECT count(*) FROM submissions s WHERE (SELECT count(*) FROM scores c WHERE c.submission_id = s.id) <> 1""",
+    "events applied twice by the ledger": """
+        SELECT count(*) FROM (SELECT event_id FROM event_archive GROUP BY event_id HAVING count(*) > 1) x""",
+    "runs left unfinished in the queue": "SELECT count(*) FROM dispatch_runs WHERE status <> 'finished'",
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--submissions", type=int, default=5000)
+    parser.add_argument("--kill-every", type=float, default=2.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--settle-timeout", type=float, default=180)
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="kb-chaos-"))
+    with start_nats(root / "nats") as nats, start_postgres(root / "postgres") as postgres:
+        database_url = create_database(postgres.url, "chaos")
+        platform = Platform(nats.url, database_url, root, null_gpus=("null",))
+        platform.start()
+        platform.add_boards(identity_board(BOARD, ["null"]))
+        cli_ids = [platform.register(str(9000 + i), f"chaos{i}") for i in range(USERS)]
+        chaos = Chaos(platform, nats, postgres, args.kill_every)
+        started = time.monotonic()
+        chaos.restart_nats_at = started + 20
+        chaos.restart_postgres_at = started + 40
+        chaos.start()
+        ids, retries = asyncio.run(submit_all(platform.url, cli_ids, args.submissions, args.concurrency))
+        sent_s = time.monotonic() - started
+        chaos.stop_at.set()
+        chaos.join()
+        for name in SERVICES:  # whatever was being restarted when the chaos stopped
+            if name not in platform.children or platform.children[name].poll() is not None:
+                platform.children.pop(name, None)
+                platform.start(name)
+        settled_s = wait_settled(database_url, ids, args.settle_timeout)
+        time.sleep(3)  # let the last rank changes and heartbeats land
+        failures = {name: scalar(database_url, sql) for name, sql in CHECKS.items()}
+        live = dump(database_url)
+        platform.stop()
+        asyncio.run(rebuild(database_url, nats.url))
+        rebuilt = dump(database_url)
+        differing = sorted(t for t in live if live[t] != rebuilt[t])
+        ranking_ok = scalar(database_url, """
+            SELECT (SELECT array_agg(submission_id ORDER BY submission_id) FROM scorer_best WHERE leaderboard = $1)
+                 = (SELECT array_agg(id ORDER BY id) FROM (SELECT DISTINCT ON (user_id) id FROM submissions
+                                                          ORDER BY user_id, submitted_at, id) x)""", BOARD)
+        report = {
+            "submissions_accepted": len(ids), "submissions_in_read_model": scalar(
+                database_url, "SELECT count(*) FROM submissions"), "http_retries": retries,
+            "send_seconds": round(sent_s, 1), "settle_seconds": settled_s and round(settled_s, 1),
+            "kills": chaos.kills, "infrastructure_restarts": chaos.infrastructure,
+            "failed_checks": {k: v for k, v in failures.items() if v}, "tables_differing_from_rebuild": differing,
+            "board_as_expected": ranking_ok, "events": scalar(database_url, "SELECT count(*) FROM event_archive"),
+        }
+        print(json.dumps(report, indent=2))
+        ok = (not report["failed_checks"] and not differing and ranking_ok and len(chaos.infrastructure) == 2
+              and settled_s is not None)
+        print("PASS: nothing lost, nothing doubled" if ok else "FAIL")
+        return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Rescoring a board from the stored RunCompleted results under the rule now in force (one transaction)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+import asyncpg
+
+from schemas.contracts import FullResult
+from schemas.envelope import Event
+from schemas.events import LeaderboardRankChanged, PlannedRun, RankEntry
+from schemas.operations_events import RejudgeCompleted, RejudgeRequested, ScoreRevised
+from services.scorer import repository, rescoring, scoring
+from services.scorer.scoring import BoardEntry
+
+
+def rank_entries(top: list[BoardEntry]) -> list[RankEntry]:
+    return [RankEntry(rank=rank, user_id=e.user_id, user_name=e.user_name, score=e.score,
+                      submission_id=e.submission_id) for rank, e in scoring.competition_ranks(top)]
+
+
+def _judged(row, verdicts: dict, results: dict) -> rescoring.Judged:
+    planned = [PlannedRun.model_validate(p) for p in row["planned_runs"]]
+    return rescoring.Judged(
+        submission_id=row["submission_id"], user_id=row["user_id"], user_name=row["user_name"], mode=row["mode"],
+        submitted_at=row["submitted_at"], planned=planned, verdicts=verdicts,
+        results={r.run_id: FullResult.model_validate(results[r.run_id]) for r in planned if r.run_id in results},
+    )
+
+
+def _revised(request: RejudgeRequested, board: str, ranking_by: str, change: rescoring.Revision) -> ScoreRevised:
+    current = change.after or change.before
+    judged = change.submission
+    return ScoreRevised(
+        rejudge_id=request.rejudge_id, submission_id=judged.submission_id, leaderboard=board, gpu=change.gpu,
+        user_id=judged.user_id, user_name=judged.user_name, run_id=current.run_id,
+        score=change.after.score if change.after else None,
+        secret_score=change.after.secret_score if change.after else None,
+        previous_score=change.before.score if change.before else None, ranking_by=ranking_by,
+        harness_version=current.harness_version, submitted_at=judged.submitted_at, reason=change.reason,
+        correlation_id=request.rejudge_id, causation_id=request.event_id,
+    )
+
+
+async def rebuild_board(conn: asyncpg.Connection, request: RejudgeRequested, board: str, gpu: str,
+                        standing: list[tuple[BoardEntry, datetime]]) -> list[Event]:
+    """Replace a board's best entries; a rank change when its top moved, named after the rejudge."""
+    before = await repository.top(conn, board, gpu)
+    await repository.clear_board(conn, board, gpu)
+    for entry, submitted_at in rescoring.best_per_user(standing):
+        await repository.offer_best(conn, board, gpu, entry, submitted_at)
+    after = await repository.top(conn, board, gpu)
+    if after == before:
+        return []
+    return [LeaderboardRankChanged(
+        event_id=f"LeaderboardRankChanged:{board}:{gpu}:rejudge:{request.rejudge_id}", leaderboard=board, gpu=gpu,
+        top=rank_entries(after), previous_top=rank_entries(before), caused_by_submission=0,
+        correlation_id=request.rejudge_id, causation_id=request.event_id,
+    )]
+
+
+async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[Event]:
+    """Judge every ranked submission of the board again from its stored results; the events that records."""
+    await repository.lock_boards(conn)
+    rows = await repository.board_submissions(conn, request.leaderboard)
+    ids = [r["submission_id"] for r in rows]
+    verdicts = await repository.verdicts_of(conn, ids)
+    results = await repository.completed_results(conn, ids)
+    board = rows[0]["leaderboard"] if rows else request.leaderboard
+    gpus = {request.gpu} if request.gpu else None
+    standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
+    touched: set[str] = set(gpus or ())
+    events: list[Event] = []
+    for row in rows:
+        judged = _judged(row, verdicts.get(row["submission_id"], {}), results)
+        ranking_by = request.ranking_by or row["ranking_by"]
+        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus)
+        for run_id, verdict in new_verdicts.items():
+            if verdict != judged.verdicts.get(run_id):
+                await repository.set_verdict(conn, run_id, verdict)
+        events.extend(_revised(request, board, ranking_by, change) for change in changes)
+        touched.update(run.gpu for run in judged.planned if gpus is None)
+        for gpu, score in rescoring.scores_of(judged, new_verdicts, gpus).items():
+            standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
+                                  judged.submitted_at))
+    revised = len(events)
+    for gpu in sorted(touched):
+        events.extend(await rebuild_board(conn, request, board, gpu, standing[gpu]))
+    events.append(RejudgeCompleted(rejudge_id=request.rejudge_id, leaderboard=board, gpu=request.gpu,
+                                   action=request.action, submissions=len(rows), revised=revised,
+                                   correlation_id=request.rejudge_id, causation_id=request.event_id))
+    return events
+
+
+async def standing(conn: asyncpg.Connection, board: str, gpu: str) -> list[BoardEntry]:
+    """The whole board as the scorer holds it, best first."""
+    return await repository.top(conn, board, gpu, None)
+
+
+async def _current_standing(conn: asyncpg.Connection, board: str, gpus: set[str],
+                            ) -> dict[str, list[tuple[BoardEntry, datetime]]]:
+    """Every ranked submission's score as its verdicts stand now, per GPU."""
+    rows = await repository.board_submissions(conn, board)
+    verdicts = await repository.verdicts_of(conn, [r["submission_id"] for r in rows])
+    standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
+    for row in rows:
+        judged = _judged(row, verdicts.get(row["submission_id"], {}), {})
+        for gpu, score in rescoring.scores_of(judged, judged.verdicts, gpus).items():
+            standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
+                                  judged.submitted_at))
+    return standing
+
+
+async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Event]:
+    """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock)."""
+    events: list[Event] = []
+    for rejudge_id, rerun_runs in await repository.open_reruns(conn, submission_id):
+        found = await repository.submission(conn, submission_id)
+        verdicts = await repository.verdicts(conn, submission_id)
+        if found is None or any(run.run_id not in verdicts for run in rerun_runs):
+            continue
+        row, planned = found
+        gpus = {run.gpu for run in rerun_runs}
+        merged = [run for run in planned if run.gpu not in gpus] + rerun_runs
+        before = _judged(row, verdicts, {})
+        after = rescoring.Judged(**{**before.__dict__, "planned": merged})
+        old = rescoring.scores_of(before, verdicts, gpus)
+        new = rescoring.scores_of(after, verdicts, gpus)
+        reasons = rescoring.rejection_reasons(after, verdicts)
+        await repository.finish_rerun(conn, rejudge_id, submission_id, merged)
+        request = RejudgeRequested(rejudge_id=rejudge_id, leaderboard=row["leaderboard"], action="rerun",
+                                   event_id=f"RejudgeRequested:{rejudge_id}")
+        for gpu in sorted(gpus):
+            if old.get(gpu) != new.get(gpu):
+                change = rescoring.Revision(after, gpu, old.get(gpu), new.get(gpu), reasons.get(gpu, ""))
+                events.append(_revised(request, row["leaderboard"], row["ranking_by"], change))
+        standing = await _current_standing(conn, row["leaderboard"], gpus)
+        rerun = RejudgeRequested(rejudge_id=f"{rejudge_id}:{submission_id}", leaderboard=row["leaderboard"],
+                                 action="rerun", event_id=request.event_id)
+        for gpu in sorted(gpus):
+            events.extend(await rebuild_board(conn, rerun, row["leaderboard"], gpu, standing[gpu]))
+    return events

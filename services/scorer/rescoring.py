@@ -1,0 +1,82 @@
+"""Pure rejudging: a board's scores recomputed under a rule, what changed, and who now holds each rank."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from schemas.contracts import FullResult
+from schemas.events import PlannedRun
+from services.scorer import scoring
+from services.scorer.scoring import BoardEntry, GpuScore, RunVerdict
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One ranked submission as the scorer knows it, with the results of its runs."""
+
+    submission_id: int
+    user_id: str
+    user_name: str
+    mode: str
+    submitted_at: datetime
+    planned: list[PlannedRun]
+    verdicts: dict[str, RunVerdict]
+    results: dict[str, FullResult]  # the stored RunCompleted result of each run that completed
+
+
+@dataclass(frozen=True)
+class Revision:
+    submission: Judged
+    gpu: str
+    before: GpuScore | None
+    after: GpuScore | None
+    reason: str = ""
+
+
+def rescored_verdicts(judged: Judged, ranking_by: str) -> dict[str, RunVerdict]:
+    """Every completed run judged again under `ranking_by`; runs that never completed keep their verdict."""
+    verdicts = dict(judged.verdicts)
+    for run in judged.planned:
+        result = judged.results.get(run.run_id)
+        if result is not None:
+            verdicts[run.run_id] = scoring.verdict_of(result, run.mode, ranking_by)
+    return verdicts
+
+
+def scores_of(judged: Judged, verdicts: dict[str, RunVerdict], gpus: set[str] | None) -> dict[str, GpuScore]:
+    if any(run.run_id not in verdicts for run in judged.planned):
+        return {}  # not judged yet: a rejudge leaves it to its own judgement
+    decision = scoring.decide(judged.mode, judged.planned, verdicts)
+    return {s.gpu: s for s in decision.scores if gpus is None or s.gpu in gpus}
+
+
+def rejection_reasons(judged: Judged, verdicts: dict[str, RunVerdict]) -> dict[str, str]:
+    decision = scoring.decide(judged.mode, judged.planned, verdicts)
+    return {r.gpu: r.reason for r in decision.rejections}
+
+
+def revisions(judged: Judged, ranking_by: str, gpus: set[str] | None) -> tuple[list[Revision], dict[str, RunVerdict]]:
+    """What a rescore changes for one submission, and its new verdicts."""
+    new_verdicts = rescored_verdicts(judged, ranking_by)
+    before = scores_of(judged, judged.verdicts, gpus)
+    after = scores_of(judged, new_verdicts, gpus)
+    reasons = rejection_reasons(judged, new_verdicts) if before.keys() - after.keys() else {}
+    changed = []
+    for gpu in sorted(before.keys() | after.keys()):
+        old, new = before.get(gpu), after.get(gpu)
+        if old is None or new is None or old.score != new.score or old.secret_score != new.secret_score:
+            changed.append(Revision(judged, gpu, old, new, reasons.get(gpu, "")))
+    return changed, new_verdicts
+
+
+def best_per_user(entries: list[tuple[BoardEntry, datetime]]) -> list[tuple[BoardEntry, datetime]]:
+    """Each user's best entry, ordered as the board shows them: score, then submission time, then id."""
+    best: dict[str, tuple[BoardEntry, datetime]] = {}
+    for entry, at in sorted(entries, key=lambda e: (e[0].score, e[1], e[0].submission_id)):
+        best.setdefault(entry.user_id, (entry, at))
+    return sorted(best.values(), key=lambda e: (e[0].score, e[1], e[0].submission_id))
+
+
+def with_score(score: GpuScore, value: float) -> GpuScore:
+    return replace(score, score=value)
