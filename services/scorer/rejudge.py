@@ -115,7 +115,12 @@ async def _current_standing(conn: asyncpg.Connection, board: str, gpus: set[str]
 async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Event]:
     """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock)."""
     events: list[Event] = []
-    for rejudge_id, rerun_runs in await repository.open_reruns(conn, submission_id):
+    reruns = await repository.open_reruns(conn, submission_id)
+    if reruns:
+        # The board is rebuilt from every submission's standing: two reruns ending at once on different
+        # submissions would each read the other's old score and the later commit would bring it back.
+        await repository.lock_boards(conn)
+    for rejudge_id, rerun_runs in reruns:
         found = await repository.submission(conn, submission_id)
         verdicts = await repository.verdicts(conn, submission_id)
         if found is None or any(run.run_id not in verdicts for run in rerun_runs):
