@@ -14,7 +14,7 @@ from schemas.events import SubmissionReceived
 from services.discord import repository
 from services.dispatcher import policy
 from services.dispatcher.source_rules import header_directives
-from services.gateway import boards, intake
+from services.gateway import intake
 from services.gateway import repository as read_model
 from services.kit.bus import publish
 
@@ -65,14 +65,7 @@ async def judge(pool: asyncpg.Pool, who: Submitter, leaderboard: str, gpus: list
     """Every check of http-api.md §6 in its order; raises policy.Refused. Returns the admitted submission and the
     board's own spelling of its name."""
     now = datetime.now(UTC)
-    category = policy.rate_category(mode.lower())
-    found = await read_model.admission(pool, leaderboard, who.user_id, category)
-    board = boards.view(found) if found["id"] is not None else None
-    rate_limit = None
-    if board is not None and found["rate_max"] is not None:
-        recent = await read_model.recent_submissions(pool, who.user_id, found["id"], intake.CATEGORY_MODES[category],
-                                                     now - policy.RATE_WINDOW)
-        rate_limit = policy.RateLimit(found["rate_max"], recent)
+    found, board, rate_limit = await intake.admission_facts(pool, leaderboard, who.user_id, mode, now)
     person = await repository.user(pool, who.user_id)
     applicant = policy.Applicant(banned=bool(person and person["banned"]), via_cli=False, invited=found["invited"])
     admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,

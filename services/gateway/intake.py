@@ -31,19 +31,25 @@ class Accepted:
     mode: str
 
 
-async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile,
-                deadline_applies: bool) -> tuple[policy.Admitted, str]:
-    """The policy's judgement with what the read model shows; the admitted submission and the board's name."""
-    pool = request.app.state.pool
-    now = datetime.now(UTC)
+async def admission_facts(pool, leaderboard: str, user_id: str, mode: str, now: datetime):
+    """What the policy needs from the read model, for every front end: the admission row (board, intake, invite),
+    the board's view (None when unknown) and the caller's rate limit in the mode's category (None when unlimited)."""
     category = policy.rate_category(mode.lower())
-    found = await repository.admission(pool, leaderboard, user.user_id, category)
+    found = await repository.admission(pool, leaderboard, user_id, category)
     board = boards.view(found) if found["id"] is not None else None
     rate_limit = None
     if board is not None and found["rate_max"] is not None:
-        recent = await repository.recent_submissions(pool, user.user_id, found["id"], CATEGORY_MODES[category],
+        recent = await repository.recent_submissions(pool, user_id, found["id"], CATEGORY_MODES[category],
                                                      now - policy.RATE_WINDOW)
         rate_limit = policy.RateLimit(found["rate_max"], recent)
+    return found, board, rate_limit
+
+
+async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile,
+                deadline_applies: bool) -> tuple[policy.Admitted, str]:
+    """The policy's judgement with what the read model shows; the admitted submission and the board's name."""
+    now = datetime.now(UTC)
+    found, board, rate_limit = await admission_facts(request.app.state.pool, leaderboard, user.user_id, mode, now)
     content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
     applicant = policy.Applicant(banned=user.banned, via_cli=user.via_cli, invited=found["invited"])
     admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,
