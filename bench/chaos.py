@@ -59,6 +59,8 @@ async def submit_all(url: str, cli_ids: list[str], count: int, concurrency: int)
                             files={"file": ("submission.py", CODE.encode())})
                         if response.status_code == 202:
                             ids.append(response.json()["details"]["id"])
+                            if len(ids) % 250 == 0:  # a long run shows it is moving
+                                print(f"accepted {len(ids)}/{count}, {retries} retries", file=sys.stderr, flush=True)
                             return
                     except httpx.HTTPError:
                         pass

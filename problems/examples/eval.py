@@ -33,7 +33,7 @@ import re
 import sys
 import time
 
-HARNESS_VERSION = "kernelbot-examples 0.3.0"
+HARNESS_VERSION = "kernelbot-examples 0.3.1"
 TIMER = "cpu-perf-counter"
 # No user code runs in this process; the worker binds and re-verifies its own timing references.
 _perf_counter_ns, _monotonic = time.perf_counter_ns, time.monotonic
@@ -257,6 +257,11 @@ class Harness:
         for i, (spec, case) in enumerate(cases):
             self.out.write(f"benchmark.{i}.spec", spec)
             samples, error, discarded = self.measure(stage, case)
+            if error and discarded:
+                # A burst of host load (a service restarting beside the runner) inflates the supervisor's window
+                # for a while; hidden work shows on every call. So a case failed by the cross-check is measured
+                # once more from scratch, and only a second failure stands.
+                samples, error, discarded = self.measure(stage, case)
             if error:
                 self.out.write(f"benchmark.{i}.status", "fail")
                 self.out.write(f"benchmark.{i}.error", error)
