@@ -6,6 +6,10 @@ Reads the payload (base64 of zlib-compressed JSON, or plain JSON) from `--payloa
 publishes `RunCompleted` itself. The event id is the one the dispatcher's backend would use when it collects
 result.json instead (`RunCompleted:<run_id>`), so a result reported both ways is recorded once.
 
+With `KB_RUNNER_NAME` (a runner on a vendor's host, whose NATS user may publish only below its own name) the result
+goes to `runner.<name>.run.completed` instead, and only the payload's `run_id` is needed: the dispatcher checks that
+the run is on a GPU this runner serves and records the event from its own record of the run.
+
 Exit status: 0 when the result was written (and, if asked for, published), 1 otherwise.
 """
 
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from schemas.contracts import FullResult
 from schemas.events import RunCompleted
-from schemas.streams import EVENTS
+from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_report_subject
 
 from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
 from .execute import execute
@@ -28,13 +32,18 @@ from .payload import PayloadError, decode_payload_object, payload_from_object
 from .sandbox import SandboxPolicy
 
 NATS_URL_ENV = "KB_NATS_URL"
+RUNNER_NAME_ENV = "KB_RUNNER_NAME"
 PUBLISH_TIMEOUT_S = 10.0
 
 
-def run_completed(raw: dict, result: FullResult) -> RunCompleted | None:
-    """The event for this run, or None when the payload does not name the run well enough to report it."""
-    if not all(raw.get(key) not in (None, "") for key in ("run_id", "submission_id", "leaderboard")):
+def run_completed(raw: dict, result: FullResult, *, as_runner: bool = False) -> RunCompleted | None:
+    """The event for this run, or None when the payload does not name the run well enough to report it (a named
+    runner needs only the run id: the dispatcher fills in the rest from its own record)."""
+    needed = ("run_id",) if as_runner else ("run_id", "submission_id", "leaderboard")
+    if not all(raw.get(key) not in (None, "") for key in needed):
         return None
+    if as_runner:
+        raw = {"submission_id": 0, "leaderboard": "", **raw}
     return RunCompleted(
         run_id=str(raw["run_id"]), submission_id=int(raw["submission_id"]), leaderboard=str(raw["leaderboard"]),
         gpu=str(raw.get("gpu", "")), mode=raw.get("mode", "test"), secret=bool(raw.get("secret", False)),
@@ -43,14 +52,19 @@ def run_completed(raw: dict, result: FullResult) -> RunCompleted | None:
     )
 
 
-async def publish(nats_url: str, event: RunCompleted) -> None:
-    """Publish to the EVENTS stream and wait for its acknowledgement (the fixed Nats-Msg-Id makes a retry safe)."""
+async def publish(nats_url: str, event: RunCompleted, runner_name: str = "") -> None:
+    """Publish to the EVENTS stream (or, for a named runner, its own report subject) and wait for the
+    acknowledgement (the fixed Nats-Msg-Id makes a retry safe)."""
     import nats
 
+    subject, stream, message_id = event.subject, EVENTS.name, event.message_id
+    if runner_name:
+        subject, stream = runner_report_subject(runner_name, event.subject), RUNNER_REPORTS.name
+        message_id = runner_report_id(runner_name, event.message_id)
     client = await nats.connect(nats_url, connect_timeout=PUBLISH_TIMEOUT_S, max_reconnect_attempts=3)
     try:
-        await client.jetstream().publish(event.subject, event.model_dump_json().encode(),
-                                         headers={"Nats-Msg-Id": event.message_id}, stream=EVENTS.name,
+        await client.jetstream().publish(subject, event.model_dump_json().encode(),
+                                         headers={"Nats-Msg-Id": message_id}, stream=stream,
                                          timeout=PUBLISH_TIMEOUT_S)
     finally:
         await client.close()
@@ -63,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-sandbox", action="store_true", help="run the harness unconfined (development only)")
     args = parser.parse_args(argv)
     nats_url = os.environ.pop(NATS_URL_ENV, "")  # never handed on; the sandbox scrubs it as well
+    runner_name = os.environ.pop(RUNNER_NAME_ENV, "")
     raw: dict = {}
     try:
         raw = decode_payload_object(read_payload_text(args.payload_file))
@@ -76,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"cannot write {args.result}: {exc}", file=sys.stderr)
         return 1
-    event = run_completed(raw, result)
+    event = run_completed(raw, result, as_runner=bool(runner_name))
     if nats_url and event is not None:
         try:
-            asyncio.run(publish(nats_url, event))
+            asyncio.run(publish(nats_url, event, runner_name))
         except Exception as exc:  # noqa: BLE001 - the result file stays for the backend to collect
             print(f"could not publish RunCompleted: {exc!r}", file=sys.stderr)
             return 1

@@ -31,7 +31,25 @@ DEAD_LETTERS = StreamSpec(
     DUPLICATE_WINDOW_S,
     MAX_EVENT_BYTES,
 )
-ALL_STREAMS = (EVENTS, DEAD_LETTERS)
+# What runners on GPU hosts report, each under its own name (`runner.<name>.run.completed`): a runner's NATS user may
+# publish only below its own name, and the dispatcher turns a report into the event after checking that the run is
+# on a GPU that runner serves (services/dispatcher/runner_reports.py). Kept a week: reports are relayed in seconds.
+RUNNER_REPORTS_STREAM = "RUNNER_REPORTS"
+RUNNER_REPORT_PREFIX = "runner"
+RUNNER_REPORTS = StreamSpec(RUNNER_REPORTS_STREAM, (f"{RUNNER_REPORT_PREFIX}.>",), DUPLICATE_WINDOW_S,
+                            MAX_EVENT_BYTES, max_age_s=7 * 24 * 3600.0)
+ALL_STREAMS = (EVENTS, DEAD_LETTERS, RUNNER_REPORTS)
+
+
+def runner_report_subject(runner: str, event_subject: str) -> str:
+    """`evt.run.completed` reported by runner `acme` travels as `runner.acme.run.completed`."""
+    return f"{RUNNER_REPORT_PREFIX}.{runner}.{event_subject.removeprefix('evt.')}"
+
+
+def runner_report_id(runner: str, message_id: str) -> str:
+    """A report's Nats-Msg-Id, scoped to its runner: one runner's report can never be dropped as a duplicate of
+    another's (a forged report published first must not shadow the honest one)."""
+    return f"{runner}:{message_id}"
 
 
 def dead_letter_subject(consumer: str) -> str:

@@ -10,7 +10,10 @@ Configuration, not code: `KB_GPU_CATALOGUE` names a YAML or JSON file (or holds 
     gpus:
       H100: {backend: modal, target: run_h100, arch: "90a"}
       MI300: {backend: github, target: amd_workflow.yml, arch: null}
-      nebius-H100: {backend: buildkite, queues: [nebius-h100-0, nebius-h100-1], arch: "90a"}
+      nebius-H100: {backend: buildkite, queues: [nebius-h100-0, nebius-h100-1], arch: "90a", runners: [nebius]}
+
+`runners` names the runner identities (NATS users `runner-<name>`) whose own reports of runs on that GPU are taken
+(services/dispatcher/runner_reports.py); a GPU without it takes results only through its backend.
 
 `KB_LOCAL_GPUS` and `KB_NULL_GPUS` keep working: they add `local` and `null` entries. Pure: no I/O but reading the
 file named by the setting.
@@ -19,6 +22,7 @@ file named by the setting.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -30,6 +34,7 @@ REMOTE_KINDS = ("modal", "github", "buildkite", "slurm")
 # Remote schedulers queue jobs themselves; this many runs per GPU are in flight at once unless configured.
 DEFAULT_REMOTE_SLOTS = 8
 NULL_SLOTS = 64  # the null backend has no GPU to protect
+RUNNER_NAME = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class CatalogueError(ValueError):
@@ -50,9 +55,14 @@ class GpuEntry(_Strict):
     # The backend's own ceiling on one job (a Modal function's timeout, a cluster's time limit), if lower than
     # the budget derived from the problem.
     max_job_s: int | None = Field(default=None, ge=1)
+    # Runner identities (their NATS user's name below `runner.`) whose own reports of runs on this GPU are taken.
+    runners: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _target_present(self) -> GpuEntry:
+        for runner in self.runners:
+            if not RUNNER_NAME.fullmatch(runner):
+                raise ValueError(f"runner name {runner!r} must be letters, digits, '-' or '_' (one NATS subject token)")
         if self.backend in ("modal", "github", "slurm") and not self.target:
             raise ValueError(f"a {self.backend} GPU needs a target")
         if self.backend == "buildkite" and not self.queues:

@@ -18,9 +18,12 @@ from schemas.events import (
     SubmissionReceived,
     SubmissionRejected,
 )
-from services.dispatcher import admission_repository, planning, policy, repository
+from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
+from services.dispatcher import admission_repository, planning, policy, repository, runner_reports
+from services.dispatcher.scheduler import completed_event
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
+from services.kit.deadletter import current_message
 from services.kit.runtime import durable_consumer
 
 router = NatsRouter()
@@ -29,6 +32,7 @@ document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejecte
                                            RunStarted, RunProgress, RunCompleted, RunFailed))
 
 LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
+RUNNERS_BY_GPU_KEY = "runners_by_gpu"
 
 
 async def judge(conn, event: SubmissionReceived, board, now: datetime) -> policy.Refusal | None:
@@ -84,3 +88,22 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
 async def on_submission_received(event: SubmissionReceived) -> None:
     allowance = kit().extras.get(LAUNCH_ALLOWANCE_KEY, 60)
     await kit().handle(lambda conn: admit_and_plan(conn, event, allowance))
+
+
+@router.subscriber(f"{RUNNER_REPORT_PREFIX}.*.run.completed",
+                   **durable_consumer("dispatcher-runner-reports", stream=RUNNER_REPORTS),
+                   title="dispatcher-runner-reports",
+                   description="Results runners publish under their own name; recorded when the run is theirs.")
+async def on_runner_report(event: RunCompleted) -> None:
+    reporter = runner_reports.reporter_of(current_message().raw_message.subject)
+    allowed = kit().extras.get(RUNNERS_BY_GPU_KEY, {})
+
+    async def relay(conn):
+        run = await repository.reported_run(conn, event.run_id)
+        runner_reports.check_reporter(reporter, event.run_id, run["gpu"] if run else None, allowed)
+        if not await repository.mark_finished(conn, event.run_id):
+            return []  # already reported, by this runner before or by the backend's own collection
+        return [completed_event(event.run_id, run["submission_id"], run["gpu"], run["payload"],
+                                run["backend"] or f"runner:{reporter}", event.result)]
+
+    await kit().handle(relay)

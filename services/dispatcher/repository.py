@@ -120,6 +120,14 @@ async def announce_gpus(pool: asyncpg.Pool, gpus: list[tuple[str, str, str, str 
     await pool.executemany(ANNOUNCE_GPU, [(*gpu, owner) for gpu in gpus])
 
 
+REPORTED_RUN = "SELECT submission_id, gpu, payload, backend FROM dispatch_runs WHERE run_id = $1"
+
+
+async def reported_run(conn: asyncpg.Connection, run_id: str):
+    """What the dispatcher planned for a run a runner reports: submission, GPU, payload, backend; None if unknown."""
+    return await conn.fetchrow(REPORTED_RUN, run_id)
+
+
 async def mark_finished(conn: asyncpg.Connection, run_id: str) -> bool:
     return await conn.fetchval(MARK_FINISHED, run_id) is not None
 

@@ -50,6 +50,16 @@ def job_budget_s(run: ClaimedRun, lane: Lane) -> int:
     return min(run.timeout_s, lane.max_job_s) if lane.max_job_s else run.timeout_s
 
 
+def completed_event(run_id: str, submission_id: int, gpu: str, stored_payload: dict, backend: str,
+                    result: FullResult) -> RunCompleted:
+    """A run's RunCompleted from what the dispatcher stored when it planned the run; only the result comes from
+    outside. The backend's collection and a runner's own report both build it here, so they are one event."""
+    payload = RunPayload.model_validate(stored_payload)
+    return RunCompleted(run_id=run_id, submission_id=submission_id, gpu=gpu, correlation_id=str(submission_id),
+                        leaderboard=stored_payload.get("leaderboard", ""), mode=payload.mode, secret=payload.secret,
+                        ranking_by=payload.ranking_by, backend=backend, result=result)
+
+
 class Scheduler:
     def __init__(self, kit: Kit, lanes: Mapping[str, Lane], *, owner: str, max_attempts: int, database_url: str,
                  retry_backoff_s: float = 2.0, lease_s: float = 30.0) -> None:
@@ -227,9 +237,6 @@ class Scheduler:
             if isinstance(outcome, JobLost):
                 return [RunFailed(reason=outcome.reason, detail=outcome.detail, retryable=outcome.retryable,
                                   **common)]
-            leaderboard = run.payload.get("leaderboard", "")
-            return [RunCompleted(leaderboard=leaderboard, mode=payload.mode, secret=payload.secret,
-                                 ranking_by=payload.ranking_by,
-                                 backend=backend, result=outcome, **common)]
+            return [completed_event(run.run_id, run.submission_id, run.gpu, run.payload, backend, outcome)]
 
         await self.kit.commit(apply)

@@ -26,8 +26,13 @@ def retry_delay_s(delivered: int) -> float:
     return min(30.0, 0.25 * 2 ** (delivered - 1))
 
 
+class Inadmissible(ValueError):
+    """A well-formed message that must never be applied (a runner reporting a run that is not its own): it goes to
+    the dead-letter stream at once, with this message as the reason, for an operator to look at."""
+
+
 def is_poison(exc: BaseException) -> bool:
-    return isinstance(exc, (ValidationError, json.JSONDecodeError, UnicodeDecodeError, KeyError))
+    return isinstance(exc, (ValidationError, json.JSONDecodeError, UnicodeDecodeError, KeyError, Inadmissible))
 
 
 async def dead_letter(raw: Msg, exc: BaseException) -> None:

@@ -13,6 +13,7 @@ from faststream.nats import NatsBroker, NatsRouter, PullSub
 from faststream.specification import AsyncAPI
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
+from schemas.streams import EVENTS, StreamSpec
 from services.kit import metrics
 from services.kit.bus import declare_streams, jstream, make_broker
 from services.kit.consumer import Kit, KitSlot
@@ -40,14 +41,15 @@ def _consumer_config(durable: str, ack_wait_s: float, max_ack_pending: int = 10_
     )
 
 
-def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, workers: int = 16) -> dict:
+def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, workers: int = 16,
+                     stream: StreamSpec = EVENTS) -> dict:
     """Subscriber arguments for a durable consumer named `<service>-<handler>`, acked by the kit.
 
     Push delivery to a queue group: messages arrive as soon as they are stored (a pull fetch waits to fill its
     batch), replicas share the consumer, and `workers` handlers run at once in each replica.
     """
     return {
-        "stream": jstream(),
+        "stream": jstream(stream),
         "durable": durable,
         "queue": durable,
         "config": _consumer_config(durable, ack_wait_s),

@@ -125,8 +125,11 @@ def test_nats_configuration_is_valid_and_sized_for_a_1_mb_submission(config, tmp
     assert checked.returncode == 0, checked.stdout + checked.stderr
     text = config.read_text()
     assert int(re.search(r"max_payload:\s*(\d+)", text).group(1)) >= MAX_EVENT_BYTES
-    runner = re.search(r"user: runner.*?publish: \{ allow: \[(.*?)\] \}", text, flags=re.S).group(1)
-    assert {s.strip(' "') for s in runner.split(",")} == {"evt.run.started", "evt.run.progress", "evt.run.completed"}
+    # each runner user may publish below its own name only
+    runners = re.findall(r"user: runner-(\w+).*?publish: \{ allow: \[(.*?)\] \}", text, flags=re.S)
+    assert runners
+    for name, allowed in runners:
+        assert [s.strip(' "') for s in allowed.split(",")] == [f"runner.{name}.>"]
 
 
 def test_the_operations_guide_uses_only_commands_that_exist(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ import pytest
 from problems import PROBLEMS_ROOT
 from runner.payload import encode_payload
 from schemas.contracts import FullResult
-from schemas.streams import EVENTS
+from schemas.streams import EVENTS, RUNNER_REPORTS
 from services.kit.bus import declare_streams, make_broker
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,17 +38,19 @@ def container(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Com
                           capture_output=True, text=True, timeout=120)
 
 
-def events_of(nats_url: str) -> list[tuple[str, str, dict]]:
+def events_of(nats_url: str, stream: str = EVENTS.name) -> list[tuple[str, str, dict]]:
     async def read():
         import nats
 
         client = await nats.connect(nats_url)
         try:
             js = client.jetstream()
-            info = await js.stream_info(EVENTS.name)
+            info = await js.stream_info(stream)
             found = []
+            if info.state.messages == 0:
+                return found
             for sequence in range(info.state.first_seq, info.state.last_seq + 1):
-                message = await js.get_msg(EVENTS.name, sequence)
+                message = await js.get_msg(stream, sequence)
                 found.append((message.subject, message.headers.get("Nats-Msg-Id"), json.loads(message.data)))
             return found
         finally:
@@ -90,6 +92,19 @@ def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_com
         (77, "identity_py", "buildkite", "77")
     assert event["result"]["runs"]["test"]["run"]["passed"]
     assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("kernelbot-payload-*"))
+
+
+def test_a_named_runner_reports_under_its_own_name_with_only_the_run_id(tiny_payload, nats_url, tmp_path):
+    declare(nats_url)
+    payload = tiny_payload(HARNESS, submission="def custom_kernel(data):\n    return 43\n", run_id="run-78")
+    done = container(["--result", str(tmp_path / "result.json")],
+                     {"SUBMISSION_PAYLOAD": encode_payload(payload), "KB_NATS_URL": nats_url,
+                      "KB_RUNNER_NAME": "acme"}, tmp_path)
+    assert done.returncode == 0, done.stderr
+    [(subject, message_id, event)] = events_of(nats_url, RUNNER_REPORTS.name)
+    assert (subject, message_id) == ("runner.acme.run.completed", "acme:RunCompleted:run-78")
+    assert event["run_id"] == "run-78" and event["result"]["runs"]["test"]["run"]["result"]["answer"] == "43"
+    assert events_of(nats_url) == []  # nothing on the event subjects: the dispatcher decides what is recorded
 
 
 def test_container_reads_a_payload_file_deletes_it_and_without_nats_only_writes_the_result(tiny_payload, tmp_path):

@@ -33,7 +33,8 @@ def identity_board(name: str, gpus: list[str], visibility: str = "public") -> Le
 
 class Platform:
     def __init__(self, nats_url: str, database_url: str, workdir: Path, *, local_gpus: dict | None = None,
-                 null_gpus: tuple[str, ...] = (), admin_token: str = ADMIN_TOKEN) -> None:
+                 null_gpus: tuple[str, ...] = (), admin_token: str = ADMIN_TOKEN,
+                 extra_env: dict[str, str] | None = None) -> None:
         self.nats_url = nats_url
         self.database_url = database_url
         self.workdir = workdir
@@ -42,6 +43,7 @@ class Platform:
         self.local_gpus = local_gpus or {"cpu": 2}
         self.null_gpus = null_gpus
         self.admin_token = admin_token
+        self.extra_env = extra_env or {}
         self.children: dict[str, subprocess.Popen] = {}
         self.http = httpx.Client(base_url=self.url, timeout=30)
 
@@ -53,6 +55,7 @@ class Platform:
             KB_LOCAL_GPUS=json.dumps(self.local_gpus), KB_NULL_GPUS=json.dumps(list(self.null_gpus)),
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.extra_env)
         return env
 
     def start(self, *names: str) -> None:
