@@ -65,3 +65,24 @@ def test_test_mode_reports_results(platform):
     assert run["mode"] == "test" and run["passed"] is True
     assert run["result"]["check"] == "pass"
     assert platform.ranking("identity_py", "cpu") == []
+
+
+def test_a_submission_that_outruns_its_stage_timeout_ends_timed_out_for_the_polling_client(platform):
+    from tests.support.platform import identity_board
+
+    board = identity_board("slow_identity", ["cpu"])
+    platform.add_boards(board.model_copy(update={"task": board.task.model_copy(update={"test_timeout": 4})}))
+    dave = platform.register("1004", "dave")
+    code = "import time\n\n\ndef custom_kernel(data):\n    time.sleep(600)\n    return data\n"
+
+    accepted = platform.submit(dave, "slow_identity", "cpu", "test", code)
+    assert accepted.status_code == 202, accepted.text
+    submission_id = accepted.json()["details"]["id"]
+    view = platform.wait_done(dave, submission_id, timeout=90)
+
+    # what popcorn-cli reads: a terminal status it reports, done true, and a one-line reason
+    assert (view["done"], view["job"]["status"]) == (True, "timed_out"), view
+    error = view["job"]["error"]
+    assert error and "\n" not in error and len(error) <= 500 and "cpu" in error, error
+    assert view["job"]["last_heartbeat"] is not None
+    assert "timed out" in error or "timeout" in error, error
