@@ -125,6 +125,20 @@ def test_rescore_after_a_rule_change_moves_the_board_and_a_replay_rebuilds_it_ro
     assert [(r["user_name"], r["rank"], r["score"]) for r in table] == [
         (r["user_name"], r["rank"], r["score"]) for r in rows]
 
+    # a closed leaderboard stays out of the open data unless the operator asks for it
+    closing = remote_platform.http.post("/admin/leaderboards/rules/visibility", json={"visibility": "closed"},
+                                        headers={"Authorization": f"Bearer {remote_platform.admin_token}"})
+    assert closing.status_code == 200, closing.text
+    remote_platform.wait_for(lambda: query(database_url, "SELECT 1 FROM leaderboards WHERE name = 'rules' "
+                                                         "AND visibility = 'closed'"), "the board to close")
+    refused = run_cli(remote_platform, "export", "--leaderboard", "rules", "--format", "jsonl", "--output",
+                      str(tmp_path / "closed.jsonl"), check=False)
+    assert refused.returncode != 0 and "is closed; pass --include-closed" in refused.stderr
+    assert not (tmp_path / "closed.jsonl").exists()
+    run_cli(remote_platform, "export", "--leaderboard", "rules", "--format", "jsonl", "--output",
+            str(tmp_path / "closed.jsonl"), "--include-closed")
+    assert (tmp_path / "closed.jsonl").read_text() == out.read_text()
+
 
 def test_a_rerun_runs_ranked_submissions_again_and_revises_their_scores(remote_platform, database_url):
     ids = ranked_scenario(remote_platform, database_url)
