@@ -76,6 +76,23 @@ async def ranked_submission_to_verdict(wire, platform, person: Person, board: st
     assert posted == reports.chunk(expected)
     assert "Ranked Benchmark" in expected  # the long report, not only the status lines
 
+    # afterwards: the owner sees the submission without its secret runs, an admin with them
+    def ask(who: Person, group: str, name: str, *options: dict) -> str:
+        return wire_after.interact(who, group, [{"name": name, "type": 1, "options": list(options)}])
+
+    wire_after = await start_bot(fake, platform.nats_url, platform.database_url)
+    try:
+        personal = await wire_after.answer(ask(person, "leaderboard", "show-personal", option("leaderboard", board)))
+        assert f"`{submission_id}` add.py" in personal, personal
+        own = await wire_after.answer(ask(person, "leaderboard", "get-submission",
+                                          option("submission_id", submission_id, 4)))
+        assert f"**Submission {submission_id}**" in own and "leaderboard: ✅ passed" in own and "(secret)" not in own
+        admin = Person(person.user_id + 1, "judge", roles=(int(fake.role_named("Leaderboard Admin")["id"]),))
+        full = await wire_after.answer(ask(admin, "admin", "get-submission", option("submission_id", submission_id, 4)))
+        assert "leaderboard (secret): ✅ passed" in full and "leaderboard: ✅ passed" in full, full
+    finally:
+        await wire_after.client.close()
+
 
 async def test_ranked_submission_ends_with_a_verdict_and_the_gateway_report(wire, platform):
     """Every part of the platform is real except the harness (GPU `null`: the dispatcher's null backend)."""
