@@ -6,6 +6,8 @@ a random service is SIGKILLed every `--kill-every` seconds and started again at 
 once and Postgres once. Then everything is left to settle and checked:
 
 - nothing lost: every accepted submission finished, once, with its two runs and one score;
+- nothing sent twice: each submission carries an Idempotency-Key, so a retry after a lost answer is the same one and
+  the read model holds exactly as many submissions as were sent;
 - nothing doubled: no submission, run or score is in the read model twice, and no event was applied twice;
 - the read model equals an undisturbed run of the same log: the tables are dumped, rebuilt from the stream by one
   consumer applying it in order (`kernelbot events replay`), and compared row for row;
@@ -55,7 +57,9 @@ async def submit_all(url: str, cli_ids: list[str], count: int, concurrency: int)
                     try:
                         response = await client.post(
                             f"/submission/{BOARD}/null/leaderboard",
-                            headers={"X-Popcorn-Cli-Id": cli_ids[i % len(cli_ids)]},
+                            # one key per submission: a retry after a lost answer is the same submission
+                            headers={"X-Popcorn-Cli-Id": cli_ids[i % len(cli_ids)],
+                                     "Idempotency-Key": f"chaos-{i}"},
                             files={"file": ("submission.py", CODE.encode())})
                         if response.status_code == 202:
                             ids.append(response.json()["details"]["id"])
@@ -228,7 +232,7 @@ def main() -> int:
         }
         print(json.dumps(report, indent=2))
         ok = (not report["failed_checks"] and not differing and ranking_ok and len(chaos.infrastructure) == 2
-              and settled_s is not None)
+              and settled_s is not None and report["submissions_in_read_model"] == len(set(ids)) == args.submissions)
         print("PASS: nothing lost, nothing doubled" if ok else "FAIL")
         return 0 if ok else 1
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from pathlib import Path
 
 import httpx
@@ -44,11 +45,27 @@ def _check(response: httpx.Response) -> dict | list:
     raise ApiError(f"{response.status_code}: {detail}")
 
 
+SUBMIT_ATTEMPTS = 4
+
+
 def submit(url: str, ident: str, path: Path, leaderboard: str, gpu: str, mode: str) -> dict:
+    """Submit once, however often the request is sent: a lost connection or a restarting gateway (503) is retried
+    with the same Idempotency-Key, so the retry finds the first attempt's submission if it was recorded."""
+    headers = {"X-Popcorn-Cli-Id": ident, "Idempotency-Key": uuid.uuid4().hex}
+    content = path.read_bytes()
     with httpx.Client(base_url=url, timeout=60) as client:
-        response = client.post(f"/submission/{leaderboard}/{gpu}/{mode}", headers={"X-Popcorn-Cli-Id": ident},
-                               files={"file": (path.name, path.read_bytes())})
-    return _check(response)
+        for attempt in range(1, SUBMIT_ATTEMPTS + 1):
+            try:
+                response = client.post(f"/submission/{leaderboard}/{gpu}/{mode}", headers=headers,
+                                       files={"file": (path.name, content)})
+            except httpx.TransportError as exc:
+                if attempt == SUBMIT_ATTEMPTS:
+                    raise ApiError(f"cannot reach {url}: {exc}") from exc
+            else:
+                if response.status_code != 503 or attempt == SUBMIT_ATTEMPTS:
+                    return _check(response)
+            time.sleep(0.5 * 2 ** (attempt - 1))
+    raise AssertionError("unreachable")
 
 
 def follow(url: str, ident: str, submission_id: int, on_change, poll_s: float = 0.5, limit_s: float = 3600) -> dict:

@@ -20,6 +20,7 @@ from services.gateway import boards, repository
 from services.gateway.deps import User
 from services.kit.bus import publish
 
+IDEMPOTENCY_HEADER = "Idempotency-Key"
 CATEGORY_MODES = {"leaderboard": ("leaderboard",), "test": ("test", "benchmark", "profile")}
 
 
@@ -66,8 +67,19 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
     wait has passed (the submission is then still recorded and judged; the client polls it).
     """
     state = request.app.state
+    key = idempotency_key(request)
+    submission_id = None
+    if key is not None:
+        submission_id = await repository.submission_for_key(state.pool, user.user_id, key)
+        earlier = await repository.submission(state.pool, submission_id)
+        if earlier is not None:  # a retry of a request that was recorded: its answer, not a second submission
+            if earlier["status"] == "rejected":
+                await raise_refusal(state.pool, submission_id)
+            return Accepted(submission_id, earlier["leaderboard_name"], gpu, earlier["mode"])
     admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies)
-    submission_id = await repository.next_submission_id(state.pool)
+    # A retry whose first attempt was published but not yet projected publishes the same SubmissionReceived id
+    # again, and the stream's duplicate window keeps one.
+    submission_id = submission_id or await repository.next_submission_id(state.pool)
     received = SubmissionReceived(
         submission_id=submission_id, leaderboard=board_name, gpus=[gpu], mode=admitted.mode,
         user_id=user.user_id, user_name=user.user_name, file_name=admitted.file_name, code=admitted.code,
@@ -98,6 +110,21 @@ async def record_and_await_decision(state, received: SubmissionReceived) -> None
             await waiter.wait(submission_id, pending, 0)
             break
     if row["status"] == "rejected":
-        payload = await repository.rejection(pool, submission_id) or {}
-        raise policy.Refused(policy.Refusal(payload.get("status_code", 400), payload.get("reason", "rejected"),
-                                            payload.get("retry_after_s")))
+        await raise_refusal(pool, submission_id)
+
+
+async def raise_refusal(pool, submission_id: int) -> None:
+    """The dispatcher's refusal of a submission, as the plain HTTP error the client gets."""
+    payload = await repository.rejection(pool, submission_id) or {}
+    raise policy.Refused(policy.Refusal(payload.get("status_code", 400), payload.get("reason", "rejected"),
+                                        payload.get("retry_after_s")))
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The optional `Idempotency-Key` header: up to 255 printable ASCII characters."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return None
+    if not key or len(key) > 255 or not all(32 < ord(ch) < 127 for ch in key):
+        raise policy.Refused(policy.Refusal(400, f"{IDEMPOTENCY_HEADER} must be 1 to 255 printable ASCII characters"))
+    return key

@@ -10,6 +10,16 @@ CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
 LEADERBOARDS = "SELECT * FROM leaderboards ORDER BY id"
 NEXT_SUBMISSION_ID = "SELECT nextval('submission_ids')"
+# One statement: the first request with a key takes a fresh id, every retry finds it (two at once: one inserts).
+SUBMISSION_FOR_KEY = """
+WITH taken AS (
+    INSERT INTO submission_keys (user_id, key, submission_id) VALUES ($1, $2, nextval('submission_ids'))
+    ON CONFLICT (user_id, key) DO NOTHING RETURNING submission_id
+)
+SELECT submission_id FROM taken
+UNION ALL SELECT submission_id FROM submission_keys WHERE user_id = $1 AND key = $2
+LIMIT 1
+"""
 # Every read below leaves deleted submissions out (http-api.md §3.13); only the stream reads the flag itself.
 SUBMISSION = """
 SELECT s.*, l.name AS leaderboard_name, j.status AS job_status, j.error AS job_error,
@@ -133,6 +143,15 @@ async def leaderboards(pool: asyncpg.Pool):
 
 async def next_submission_id(pool: asyncpg.Pool) -> int:
     return await pool.fetchval(NEXT_SUBMISSION_ID)
+
+
+async def submission_for_key(pool: asyncpg.Pool, user_id: str, key: str) -> int:
+    """The submission id this user's idempotency key stands for, taken on first use."""
+    for _ in range(3):  # a concurrent first use commits between our insert and our read: read again
+        found = await pool.fetchval(SUBMISSION_FOR_KEY, user_id, key)
+        if found is not None:
+            return found
+    raise RuntimeError("idempotency key could not be resolved")
 
 
 async def submission(pool: asyncpg.Pool, submission_id: int):
