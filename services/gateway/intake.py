@@ -72,6 +72,8 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
     if key is not None:
         submission_id = await repository.submission_for_key(state.pool, user.user_id, key)
         earlier = await repository.submission(state.pool, submission_id)
+        if earlier is None and await repository.was_deleted(state.pool, submission_id):
+            raise policy.Refused(policy.Refusal(409, f"The submission of this {IDEMPOTENCY_HEADER} was deleted"))
         if earlier is not None:  # a retry of a request that was recorded: its answer, not a second submission
             if earlier["status"] == "rejected":
                 await raise_refusal(state.pool, submission_id)

@@ -7,6 +7,7 @@ import asyncpg
 USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id = $1"
 USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id = $1"
 CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
+WAS_DELETED = "SELECT deleted FROM submissions WHERE id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
 LEADERBOARDS = "SELECT * FROM leaderboards ORDER BY id"
 NEXT_SUBMISSION_ID = "SELECT nextval('submission_ids')"
@@ -152,6 +153,10 @@ async def submission_for_key(pool: asyncpg.Pool, user_id: str, key: str) -> int:
         if found is not None:
             return found
     raise RuntimeError("idempotency key could not be resolved")
+
+
+async def was_deleted(pool: asyncpg.Pool, submission_id: int) -> bool:
+    return bool(await pool.fetchval(WAS_DELETED, submission_id))
 
 
 async def submission(pool: asyncpg.Pool, submission_id: int):

@@ -62,3 +62,16 @@ def test_a_malformed_key_is_refused_before_anything_is_recorded(gateway):
         assert (response.status_code, response.json()) == (
             400, {"detail": "Idempotency-Key must be 1 to 255 printable ASCII characters"}), key
     assert _own_ids(gateway, cli_id) == []
+
+
+def test_a_key_whose_submission_was_deleted_is_not_reused(gateway):
+    _, cli_id = new_user(gateway)
+    submission_id = _submit(gateway, cli_id, "gone").json()["details"]["id"]
+    gateway.wait_done(cli_id, submission_id)
+    deleted = gateway.http.delete(f"/user/submissions/{submission_id}", headers=cli(cli_id))
+    assert deleted.status_code == 200, deleted.text
+
+    again = _submit(gateway, cli_id, "gone")
+    assert (again.status_code, again.json()) == (
+        409, {"detail": "The submission of this Idempotency-Key was deleted"})
+    assert _own_ids(gateway, cli_id) == []
