@@ -44,7 +44,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await app.state.pool.close()
 
     app = FastAPI(title="KernelBot", version="0.1.0", lifespan=lifespan,
-                  description="popcorn-cli compatible API of KernelBot (design/http-api.md).")
+                  description="popcorn-cli compatible API of KernelBot (docs/http-api.md).")
     app.state.settings = settings
     app.state.broker = broker
     errors.install(app)
