@@ -143,6 +143,10 @@ def fields_table(model: type[BaseModel], skip: Sequence[str] = ()) -> str:
     return table(("field", "type", "default"), rows) if rows else "No fields beyond the envelope."
 
 
+def _section(event: type) -> str:
+    return SECTIONS.get(event.subject.split(".")[1], "Other")
+
+
 def _paragraph(text: str) -> list[str]:
     return [text, ""] if text else []
 
@@ -163,8 +167,9 @@ def render(events: Sequence[type], asyncapi_dir: Path, services_dir: Path, envel
                for event in events]
     out += ["### Every event", "", table(("event", "subject", "message id"), summary), ""]
     current = None
-    for event in events:
-        section = SECTIONS.get(event.subject.split(".")[1], "Other")
+    order = list(dict.fromkeys(_section(event) for event in events))
+    for event in sorted(events, key=lambda event: order.index(_section(event))):
+        section = _section(event)
         if section != current:
             out += [f"### {section}", ""]
             current = section

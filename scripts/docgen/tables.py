@@ -76,5 +76,5 @@ def render(migrations_dir: Path, services_dir: Path) -> str:
     found = tables(migrations_dir)
     used = access(services_dir, [t.name for t in found])
     rows = [(code(t.name), cell(_labels(used[t.name][0])), cell(_labels(used[t.name][1] - used[t.name][0])),
-             code(t.migration), cell(t.comment or "—")) for t in found]
-    return table(("table", "written by", "also read by", "created in", "what it holds"), rows)
+             t.migration.split("_")[0], cell(t.comment or "—")) for t in found]
+    return table(("table", "written by", "also read by", "migration", "what it holds"), rows)
