@@ -21,6 +21,7 @@ PAGES = ("index", "quickstart", "authoring", "vendors", "architecture", "http-ap
 # The design notes live outside the repository; nobody who clones it has them.
 OUTSIDE = re.compile(r"\.\./shared|shared/design|\bdesign/[a-z-]+\.md")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+EXTERNAL = re.compile(r"<(?:link|script|img)\b[^>]*\b(?:href|src)=\"(?:https?:)?//", re.IGNORECASE)
 
 if str(ROOT / "scripts") not in sys.path:
     sys.path.insert(0, str(ROOT / "scripts"))
@@ -50,6 +51,9 @@ def test_the_site_builds_strictly_with_every_page(site: Path):
         built = site / ("index.html" if page == "index" else f"{page}/index.html")
         assert built.is_file(), page
     assert "Quickstart" in text_of(site / "index.html")
+    # read offline too: no page pulls a script, stylesheet or font from the network
+    for page in site.rglob("*.html"):
+        assert not EXTERNAL.search(page.read_text(encoding="utf-8")), page.relative_to(site)
 
 
 @pytest.mark.parametrize("damage", ["broken link", "page outside the nav", "missing anchor"])
