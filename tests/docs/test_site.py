@@ -156,3 +156,22 @@ def test_the_readme_keeps_its_two_commands():
     assert "python3.11 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/kernelbot up" in readme
     assert "python3.11 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest" in readme
     assert "(docs/index.md)" in readme
+
+
+def test_the_smallest_harness_of_the_authoring_page_runs(tmp_path: Path):
+    """The protocol sketch on the authoring page is a harness the real runner accepts."""
+    page = (DOCS / "authoring.md").read_text(encoding="utf-8")
+    [harness] = [block for block in re.findall(r"```python\n(.*?)```", page, re.DOTALL) if "POPCORN_FD" in block]
+    problem = tmp_path / "problems" / "sketch"
+    problem.mkdir(parents=True)
+    (problem / "eval.py").write_text(harness)
+    (problem / "task.yml").write_text(
+        "files:\n  - {name: submission.py, source: '@SUBMISSION@'}\n  - {name: eval.py, source: eval.py}\n"
+        "lang: py\ndescription: sketch\nconfig: {main: eval.py}\ntests:\n  - {size: 1, seed: 1}\n"
+        "  - {size: 2, seed: 2}\n")
+    submission = tmp_path / "submission.py"
+    submission.write_text("def custom_kernel(data):\n    return data\n")
+    done = subprocess.run([sys.executable, "-m", "services.cli", "run-local", str(submission), "--problem",
+                           str(problem)], cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "✅ Passed 2/2 tests" in done.stdout and "size: 2; seed: 2" in done.stdout
