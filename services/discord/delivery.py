@@ -26,6 +26,9 @@ log = logging.getLogger("kernelbot.discord")
 TOKEN_LIFETIME = timedelta(minutes=14, seconds=30)
 MAX_ATTEMPTS = 10  # about four minutes of retries
 VERDICT_WAITS = 120  # tries (x 0.25 s) for the ledger to show a new score before the verdict goes out without a rank
+# Tries (x 0.5 s) for the ends of a finished submission's runs: past a restart, what the old process held comes
+# back after the consumer's ack wait (services.discord.bot), possibly after the submission's end.
+RUN_END_WAITS = 60
 
 
 class Retry(Exception):
@@ -138,8 +141,12 @@ class Delivery:
         if await repository.later_status_pending(self.pool, submission_id, row["id"]):
             return  # a later edit shows everything this one would
         sub = await repository.tracked(self.pool, submission_id)
+        lines = [sub["run_lines"][run] for run in sub["run_order"]]
+        if sub["finished"] and any(map(texts.is_pending, lines)) and row["attempts"] < RUN_END_WAITS:
+            # the outcome never shows without the lines of the runs it sums up
+            raise Retry(0.5, "the submission ended before its runs' ends were applied")
         text = texts.status_message(texts.header(submission_id, sub["leaderboard"], sub["mode"], sub["gpus"]),
-                                    [sub["run_lines"][run] for run in sub["run_order"]], sub["final_line"])
+                                    lines, sub["final_line"])
         fresh = datetime.now(UTC) - sub["token_issued_at"] < TOKEN_LIFETIME
         if fresh and sub["original_message_id"]:
             webhook = discord.Webhook.partial(sub["application_id"], sub["interaction_token"], client=self.client)

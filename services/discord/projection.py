@@ -17,13 +17,14 @@ from schemas.events import (
     RunProgress,
     RunStarted,
     ScoreComputed,
+    SubmissionAccepted,
     SubmissionFinished,
     SubmissionRejected,
 )
 from services.discord import repository, texts
 from services.discord.reporting import run_result, status_report
 
-SUBJECTS = tuple(e.subject for e in (RunStarted, RunProgress, RunCompleted, RunFailed, SubmissionFinished,
+SUBJECTS = tuple(e.subject for e in (SubmissionAccepted, RunStarted, RunProgress, RunCompleted, RunFailed, SubmissionFinished,
                                      SubmissionRejected, ScoreComputed, LeaderboardRankChanged,
                                      LeaderboardCreated))
 ANNOUNCE_WITHIN = timedelta(minutes=15)
@@ -62,10 +63,19 @@ async def apply(conn, event: Event) -> None:
     if row is None:
         return  # not a Discord submission
     match event:
+        case SubmissionAccepted():
+            # Every planned run gets its line now: the reply knows which runs the outcome waits for, whatever
+            # order their ends arrive in (services.discord.delivery holds a final line until they are in).
+            for planned in event.runs:
+                if planned.run_id not in row["run_lines"]:
+                    await repository.set_run_line(conn, submission_id, planned.run_id,
+                                                  texts.queued_line(planned.gpu, planned.secret))
+            await _status(conn, submission_id)
         case RunStarted():
             await repository.add_run(conn, event.run_id, submission_id, event.gpu)
-            if event.run_id not in row["run_lines"]:
-                await repository.set_run_line(conn, submission_id, event.run_id, texts.started_line(event.gpu, False))
+            line = texts.started_from(row["run_lines"].get(event.run_id), event.gpu)
+            if line is not None:
+                await repository.set_run_line(conn, submission_id, event.run_id, line)
                 await _status(conn, submission_id)
         case RunProgress():
             if str(row["run_lines"].get(event.run_id, "")).startswith("⏳"):

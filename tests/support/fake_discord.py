@@ -78,6 +78,13 @@ class FakeDiscord:
         message_id = self.originals.get(token)
         return self.messages.get(message_id) if message_id else None
 
+    def answered(self, token: str, content: str) -> dict:
+        """An interaction `token` already answered with `content`, as a deferred reply leaves it."""
+        message = self._message(0, {"content": content})
+        self.interaction_responses[token] = {"type": 5}
+        self.originals[token] = int(message["id"])
+        return message
+
     def guild_create_payload(self) -> dict:
         """The GUILD_CREATE the gateway would send once the bot connects."""
         return {
@@ -332,6 +339,8 @@ class FakeDiscord:
         for key in ("content", "components", "embeds"):
             if key in body:
                 message[key] = body[key]
+        if "content" in body:  # every text the message ever showed, for tests of what a person could have seen
+            message.setdefault("history", []).append(body["content"])
         message["edited_timestamp"] = _now()
         message.setdefault("edits", 0)
         message["edits"] += 1
