@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from services.kit.upstream_env import UpstreamNames
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/kernelbot"
@@ -22,6 +24,14 @@ class ServiceSettings(BaseSettings):
     log_level: str = "WARNING"
     # Port of the service's /metrics, /health and /ready server (consumer services; 0: none).
     metrics_port: int = 0
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        # upstream KernelBot's names (DATABASE_URL, DISCORD_TOKEN, ...) as aliases of ours; both set: refused
+        return init_settings, env_settings, UpstreamNames(settings_cls), dotenv_settings, file_secret_settings
 
 
 class OAuthProvider(BaseModel):
