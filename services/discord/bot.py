@@ -14,11 +14,11 @@ import discord
 from discord import app_commands
 from faststream.nats import NatsBroker, NatsRouter
 
+from schemas.streams import EVENTS
 from services.discord import projection
 from services.discord.delivery import Delivery, Layout
 from services.discord.layout import ensure_layout
 from services.kit import metrics
-from schemas.streams import EVENTS
 from services.kit.consumer import Kit, KitSlot
 from services.kit.leader import await_redeliveries
 from services.kit.runtime import ordered_batch_consumer, service_broker, start_kit, stop_kit
