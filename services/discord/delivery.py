@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import discord
 
-from services.discord import reporting, repository, texts
+from services.discord import forum, projection, reporting, repository, texts
 from services.gateway import repository as read_model
 
 log = logging.getLogger("kernelbot.discord")
@@ -128,8 +128,13 @@ class Delivery:
         return False
 
     async def deliver(self, row) -> None:
+        forum_call = {"forum_post": forum.post, "forum_update": forum.update, "forum_archive": forum.archive}.get(
+            row["kind"])
+        if forum_call is not None:
+            await forum_call(self.client, self.pool, self.layout, row["body"])
+            return
         handler = {"status": self._status, "thread_report": self._thread_report, "verdict": self._verdict,
-                   "podium": self._podium, "forum_post": self._forum_post}.get(row["kind"])
+                   "podium": self._podium}.get(row["kind"])
         if handler is None:
             raise ValueError(f"unknown kind of Discord call {row['kind']!r}")
         await handler(row)
@@ -217,19 +222,11 @@ class Delivery:
     async def _podium(self, row) -> None:
         body = row["body"]
         board = await read_model.leaderboard(self.pool, body["leaderboard"])
-        if board is None or board["visibility"] != "public" or board["deadline"] < datetime.now(UTC):
-            return  # closed and finished leaderboards are not announced
+        if board is None or board["visibility"] != "public" or board["deadline"] < datetime.now(UTC) \
+                or board["forum_id"] == projection.SCRATCH_FORUM_ID:
+            return  # closed, finished and scratch leaderboards are not announced
         if not self.layout.submissions_channel:
             return
         channel = self.client.get_partial_messageable(self.layout.submissions_channel)
         await channel.send(texts.podium(body["leaderboard"], body["gpu"], body["top"]), nonce=_nonce(row["id"]),
                            allowed_mentions=discord.AllowedMentions.none())
-
-    async def _forum_post(self, row) -> None:
-        body = row["body"]
-        if not self.layout.forum_channel:
-            return
-        forum = await self.client.fetch_channel(self.layout.forum_channel)
-        await forum.create_thread(name=body["name"][:100],
-                                  content=texts.forum_post(body["name"], body["description"], body["gpus"],
-                                                           body["deadline"]))

@@ -24,7 +24,8 @@ ALIASES: dict[str, str] = {
     "dev_problems_dir": "PROBLEM_DEV_DIR",
     "problems_dir": "PROBLEM_DEV_DIR",
     "hf_token": "HF_TOKEN",
-    "hf_dataset": "HF_PUBLIC_DATASET",
+    "hf_private_dataset": "HF_PRIVATE_DATASET",
+    "hf_public_dataset": "HF_PUBLIC_DATASET",
 }
 # Fields of one of our JSON-object settings -> upstream's separate variables for them.
 NESTED_ALIASES: dict[str, dict[str, str]] = {
