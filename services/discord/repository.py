@@ -58,9 +58,9 @@ ORDER BY l.name
 USER_NAMES = """
 SELECT user_id, user_name FROM users
 UNION ALL
-SELECT DISTINCT ON (user_id) user_id, user_name FROM submissions s
-WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = s.user_id)
-ORDER BY user_id
+(SELECT DISTINCT ON (user_id) user_id, user_name FROM submissions s
+ WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = s.user_id)
+ ORDER BY user_id, submitted_at DESC)
 """
 USER = "SELECT user_id, user_name, banned FROM users WHERE user_id = $1"
 ACTIVE_BOARDS = "SELECT name FROM leaderboards WHERE deadline > now() ORDER BY name"
