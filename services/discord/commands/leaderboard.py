@@ -105,6 +105,7 @@ def group(ctx) -> app_commands.Group:
         for name in [gpu] if gpu else gpus:
             ranking = await read_model.ranking(ctx.pool, row["id"], name, RANKING_SIZE * RANKING_PAGES, 0)
             pages.extend(ranking_pages(row["name"], name, ranking))
+        pages = pages or [f"**{row['name']}** runs on no GPU."]
         view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
         await reply(interaction, pages[0], view=view)
 
