@@ -76,14 +76,6 @@ SELECT submitted_at FROM submissions
 WHERE user_id = $1 AND leaderboard_id = $2 AND submitted_at > $3 AND status <> 'rejected' AND NOT deleted
   AND (CASE WHEN mode = 'leaderboard' THEN 'leaderboard' ELSE 'test' END) = $4
 """
-STATS = """
-SELECT count(*) AS submissions,
-       count(*) FILTER (WHERE s.submitted_at > now() - interval '1 day') AS last_day,
-       count(DISTINCT s.user_id) AS users,
-       count(*) FILTER (WHERE j.status IN ('initial', 'pending', 'running')) AS in_flight,
-       (SELECT count(*) FROM leaderboards) AS leaderboards
-FROM submissions s LEFT JOIN jobs j ON j.submission_id = s.id WHERE NOT s.deleted
-"""
 
 
 async def track_submission(conn, *, submission_id: int, user_id: str, user_name: str, leaderboard: str, mode: str,
@@ -185,10 +177,6 @@ async def recent_submissions(pool: asyncpg.Pool, user_id: str, leaderboard_id: i
                              category: str) -> tuple[datetime, ...]:
     rows = await pool.fetch(RECENT_SUBMISSIONS, user_id, leaderboard_id, since, category)
     return tuple(row["submitted_at"] for row in rows)
-
-
-async def stats(pool: asyncpg.Pool):
-    return await pool.fetchrow(STATS)
 
 
 async def round_trip(pool: asyncpg.Pool) -> str:

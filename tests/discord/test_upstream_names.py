@@ -47,8 +47,11 @@ async def test_upstream_admin_names_answer(wire):
     assert await wire.answer(created) == "✅ Created `softmax_py-dev`."
     row = await board_shown(wire, "softmax_py-dev")
     assert row["gpus"] == ["cpu"] and int(row["creator_id"]) == admin.user_id
+    # the gateway's figures (GET /admin/stats), as upstream's show-stats lists its own
     stats = await wire.answer(admin_command(wire, admin, "show-stats"))
-    assert stats.startswith("Leaderboards: ") and "submissions:" in stats
+    assert stats.startswith("```\nnum_submissions = ") and "num_users = " in stats and "num_unique_codes" in stats
+    last_day = await wire.answer(admin_command(wire, admin, "show-stats", option("last_day_only", True, 5)))
+    assert "num_submissions = " in last_day and "num_unique_codes" not in last_day
 
     nobody = Person(9102, "nobody")
     assert "needs the Leaderboard Admin role" in await wire.answer(admin_command(wire, nobody, "show-stats"))

@@ -19,7 +19,6 @@ from problems import PROBLEMS_ROOT
 from runner.taskfile import TaskFileError, load_problem
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, SubmissionDeleted
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
-from services.discord import repository as bot_repository
 from services.discord.commands import admin_upstream
 from services.discord.commands.common import (
     admin_only,
@@ -32,7 +31,7 @@ from services.discord.commands.common import (
     text_file,
 )
 from services.discord.commands.leaderboard import submission_summary
-from services.gateway import problem_archive, problems_repository
+from services.gateway import admin_repository, problem_archive, problems_repository, views
 from services.gateway import repository as read_model
 from services.gateway.problemsync import ProblemSetNotFound, name_problem, plan_sync
 from services.gateway.routes.admin_problems import REPOSITORY
@@ -203,13 +202,18 @@ def group(ctx) -> app_commands.Group:
                                  f"{len(report['skipped'])}: {', '.join(report['created'] + report['updated'])}"
                                  f"{errors}")
 
-    @admin.command(name="stats", description="Platform statistics")
+    @admin.command(name="stats", description="Platform statistics, as GET /admin/stats gives them")
+    @app_commands.describe(last_day_only="only the last day, with each user's total run time")
     @admin_only()
-    async def stats(interaction: discord.Interaction) -> None:
-        row = await bot_repository.stats(ctx.pool)
-        await reply(interaction, f"Leaderboards: {row['leaderboards']} · submissions: {row['submissions']} "
-                                 f"({row['last_day']} in the last day) · users: {row['users']} · "
-                                 f"in flight: {row['in_flight']}")
+    async def stats(interaction: discord.Interaction, last_day_only: bool = False) -> None:
+        # the gateway's use case (GET /admin/stats, upstream's show-stats): the same figures wherever asked
+        since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
+        found = views.stats(*await admin_repository.stats(ctx.pool, since, None), last_day=last_day_only)
+        lines = "\n".join(f"{key} = {value}" for key, value in found.items())
+        if len(lines) <= 1900:
+            await reply(interaction, f"```\n{lines}\n```")
+        else:
+            await reply(interaction, f"{len(found)} figures, attached.", files=[text_file("stats.txt", lines)])
 
     admin.add_command(alias(stats, "show-stats", "Upstream's name of stats"))
     admin_upstream.add_commands(admin, ctx, problems_root=lambda: _problems_root(ctx), inside=_inside,
