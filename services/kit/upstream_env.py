@@ -69,6 +69,17 @@ def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str])
     return values
 
 
+def env_value(field: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """One setting straight from the environment, under our name or upstream's (ConflictingSettings for both), for
+    code that reads the environment before any settings class (`kernelbot up`)."""
+    env = _lookup(os.environ if environ is None else environ)
+    ours, alias = PREFIX + field.upper(), ALIASES.get(field)
+    if alias and ours in env and alias in env:
+        raise ConflictingSettings(f"both {ours} and {alias} (upstream KernelBot's name for it) are set; unset one "
+                                  "of them")
+    return env.get(ours) or (env.get(alias) if alias else None)
+
+
 class UpstreamNames(PydanticBaseSettingsSource):
     """A settings source reading upstream's names, after our KB_ names (which never coexist with them)."""
 

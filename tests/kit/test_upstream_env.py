@@ -91,3 +91,25 @@ def test_a_service_refuses_to_start_with_a_clear_error():
     assert done.returncode != 0
     assert "kernelbot serve scorer: both KB_DATABASE_URL and DATABASE_URL" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_kernelbot_up_takes_upstreams_database_url_as_ours(monkeypatch):
+    from services.kit.upstream_env import env_value
+
+    monkeypatch.setenv("DATABASE_URL", "postgresql://upstream/kb")
+    assert env_value("database_url") == "postgresql://upstream/kb"
+    monkeypatch.setenv("KB_DATABASE_URL", "postgresql://ours/kb")
+    with pytest.raises(ConflictingSettings, match="both KB_DATABASE_URL and DATABASE_URL"):
+        env_value("database_url")
+    monkeypatch.delenv("DATABASE_URL")
+    assert env_value("database_url") == "postgresql://ours/kb"
+
+
+def test_the_services_kernelbot_up_starts_get_the_database_by_our_name_only(monkeypatch, tmp_path):
+    from services.cli.up import Stack
+
+    monkeypatch.setenv("DATABASE_URL", "postgresql://upstream/kb")
+    up = Stack(data_dir=tmp_path, port=8000)
+    up.database_url, up.nats_url = "postgresql://upstream/kb", "nats://127.0.0.1:4222"
+    env = up.service_env()
+    assert env["KB_DATABASE_URL"] == "postgresql://upstream/kb" and "DATABASE_URL" not in env
