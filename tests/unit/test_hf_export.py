@@ -13,8 +13,8 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def row(submission_id: int, user: str, code: str, score: float, gpu: str = "H100", minutes: int = 0) -> dict:
-    return {"leaderboard": "b", "gpu": gpu, "user_id": user, "code": code, "score": score, "submission_id": submission_id,
-            "submitted_at": T0 + timedelta(minutes=minutes)}
+    return {"leaderboard": "b", "gpu": gpu, "user_id": user, "code": code, "score": score,
+            "submission_id": submission_id, "submitted_at": T0 + timedelta(minutes=minutes)}
 
 
 def test_one_row_per_leaderboard_user_code_and_gpu_the_best_of_them():
