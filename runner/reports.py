@@ -74,11 +74,13 @@ def short_lines(runs: dict[str, dict[str, Any]], *, ranked: bool) -> list[str]:
             stages = [key] if key in runs else []
         if not stages and ranked and missing:
             return [*lines, f"❌ {missing}"]
+        # profile cases are one stage each, but one verdict: the first failure, else one success line
         for stage in stages:
             line, ok = _stage_line(runs[stage], what, failed, passed)
-            lines.append(line)
             if not ok:
-                return lines
+                return [*lines, line]
+        if stages:
+            lines.append(f"✅ {passed}")
     return lines
 
 

@@ -79,6 +79,19 @@ class CliUserRegistered(Event):
         return f"{self.user_id}:{self.cli_id}"
 
 
+class UserRenamed(Event):
+    """An admin set the name shown for a user, on every view of their submissions too (upstream KernelBot's
+    `/admin update-user-names`)."""
+
+    subject = "evt.user.renamed"
+    user_id: str
+    user_name: str
+    change_id: str
+
+    def identity(self) -> str:
+        return f"{self.user_id}:{self.change_id}"
+
+
 # --- submissions ----------------------------------------------------------------------------------------------
 
 
@@ -309,6 +322,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     LeaderboardDeleted,
     CliUserRegistered,
     OAuthUserRegistered,
+    UserRenamed,
     SubmissionReceived,
     SubmissionAccepted,
     SubmissionRejected,

@@ -29,37 +29,51 @@ def up(
 ) -> None:
     """Start the whole platform on this machine (its own NATS and Postgres unless KB_NATS_URL/KB_DATABASE_URL)."""
     from services.cli.up import run_up
+    from services.kit.upstream_env import ConflictingSettings
 
-    run_up((data_dir or client.default_data_dir()).resolve(), port, typer.echo)
+    try:
+        run_up((data_dir or client.default_data_dir()).resolve(), port, typer.echo)
+    except ConflictingSettings as exc:
+        raise SystemExit(f"kernelbot up: {exc}") from None
 
 
 @app.command()
 def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | scorer | ledger | discord")]) -> None:
     """Run one service in the foreground."""
-    import asyncio
-
     if name not in SERVICE_NAMES:
         raise typer.BadParameter(f"unknown service {name!r}; choose one of {', '.join(SERVICE_NAMES)}")
-    from services.kit import jsonlog
-    from services.kit.settings import ServiceSettings
+    from services.kit.upstream_env import ConflictingSettings
 
-    jsonlog.configure(name, ServiceSettings().log_level)
+    try:
+        _serve(name)
+    except ConflictingSettings as exc:  # refused before anything starts
+        raise SystemExit(f"kernelbot serve {name}: {exc}") from None
+
+
+def _serve(name: str) -> None:
+    import asyncio
+
+    from services.kit import jsonlog
+    from services.kit.settings import DiscordSettings, DispatcherSettings, GatewaySettings, ServiceSettings
+
+    # the service's own settings first: a setting named both ours and upstream's way stops it here
+    settings = {"gateway": GatewaySettings, "dispatcher": DispatcherSettings, "discord": DiscordSettings}.get(
+        name, ServiceSettings)()
+    jsonlog.configure(name, settings.log_level)
     if name == "gateway":
         import uvicorn
 
         from services.gateway.app import create_app
-        from services.kit.settings import GatewaySettings
 
-        settings = GatewaySettings()
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
         return
     if name == "discord":
         from services.discord.app import serve as serve_discord
 
-        serve_discord()
+        serve_discord(settings)
         return
     module = __import__(f"services.{name}.app", fromlist=["create_app"])
-    asyncio.run(module.create_app().run())
+    asyncio.run(module.create_app(settings).run())
 
 
 def _print_view(view: dict) -> None:

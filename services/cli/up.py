@@ -38,9 +38,10 @@ class Stack:
 
     def start_infrastructure(self) -> None:
         from services.kit.embedded import start_nats, start_postgres
+        from services.kit.upstream_env import env_value
 
         self.nats_url = os.environ.get("KB_NATS_URL", "")
-        self.database_url = os.environ.get("KB_DATABASE_URL", "")
+        self.database_url = env_value("database_url") or ""  # DATABASE_URL, upstream's name, counts too
         if not self.nats_url:
             nats_server = start_nats(self.data_dir / "nats", port=int(os.environ.get("KB_NATS_PORT", "0")) or None)
             self.servers.append(nats_server)
@@ -52,7 +53,10 @@ class Stack:
         apply_migrations(self.database_url)
 
     def service_env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        from services.kit.upstream_env import ALIASES
+
+        # the services get the database by our name only: upstream's beside it would be a clash they refuse
+        env = {k: v for k, v in os.environ.items() if k.upper() != ALIASES["database_url"]}
         env.update(KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
                    KB_RUNS_DIR=str(self.data_dir / "runs"), KB_WORKER_ID=f"up-{self.data_dir.name}")
         return env

@@ -22,7 +22,8 @@ def serve(settings: DiscordSettings | None = None) -> None:
     """Log in, connect to Discord's gateway, serve until stopped."""
     settings = settings or DiscordSettings()
     if not configured(settings):
-        raise SystemExit("The Discord bot needs KB_DISCORD_TOKEN and KB_DISCORD_GUILD_ID (see docs/discord.md).")
+        raise SystemExit("The Discord bot needs KB_DISCORD_TOKEN and KB_DISCORD_GUILD_ID (upstream's names: "
+                         "DISCORD_TOKEN, DISCORD_CLUSTER_STAGING_ID; see docs/discord.md).")
     client = KernelBotClient(settings)
 
     async def run() -> None:

@@ -14,11 +14,13 @@ import discord
 from discord import app_commands
 from faststream.nats import NatsBroker, NatsRouter
 
+from schemas.streams import EVENTS
 from services.discord import projection
 from services.discord.delivery import Delivery, Layout
 from services.discord.layout import ensure_layout
 from services.kit import metrics
 from services.kit.consumer import Kit, KitSlot
+from services.kit.leader import await_redeliveries
 from services.kit.runtime import ordered_batch_consumer, service_broker, start_kit, stop_kit
 from services.kit.settings import DiscordSettings
 
@@ -82,6 +84,9 @@ class KernelBotClient(discord.Client):
         await self.tree.sync(guild=self.guild_object)
         self.ctx.delivery = Delivery(self, self.kit.pool, self.ctx.layout)
         self.ctx.delivery.start()
+        # What a stopped predecessor had fetched and not acknowledged comes back before anything later: without
+        # this wait a restarted bot applied a submission's end before the run ends the old process held.
+        await await_redeliveries(broker.connection.jetstream(), EVENTS.name, CONSUMER, ACK_WAIT_S + 5)
         await broker.start()
         # Like every consumer service: /metrics, /health and /ready on KB_METRICS_PORT, and the consumer's lag.
         self.observer = metrics.observer(broker, self.kit, settings, "kernelbot discord")

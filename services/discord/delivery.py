@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import discord
 
-from services.discord import reporting, repository, texts
+from services.discord import forum, projection, reporting, repository, texts
 from services.gateway import repository as read_model
 
 log = logging.getLogger("kernelbot.discord")
@@ -26,6 +26,9 @@ log = logging.getLogger("kernelbot.discord")
 TOKEN_LIFETIME = timedelta(minutes=14, seconds=30)
 MAX_ATTEMPTS = 10  # about four minutes of retries
 VERDICT_WAITS = 120  # tries (x 0.25 s) for the ledger to show a new score before the verdict goes out without a rank
+# Tries (x 0.5 s) for the ends of a finished submission's runs: past a restart, what the old process held comes
+# back after the consumer's ack wait (services.discord.bot), possibly after the submission's end.
+RUN_END_WAITS = 60
 
 
 class Retry(Exception):
@@ -125,8 +128,13 @@ class Delivery:
         return False
 
     async def deliver(self, row) -> None:
+        forum_call = {"forum_post": forum.post, "forum_update": forum.update, "forum_archive": forum.archive}.get(
+            row["kind"])
+        if forum_call is not None:
+            await forum_call(self.client, self.pool, self.layout, row["body"])
+            return
         handler = {"status": self._status, "thread_report": self._thread_report, "verdict": self._verdict,
-                   "podium": self._podium, "forum_post": self._forum_post}.get(row["kind"])
+                   "podium": self._podium}.get(row["kind"])
         if handler is None:
             raise ValueError(f"unknown kind of Discord call {row['kind']!r}")
         await handler(row)
@@ -138,8 +146,12 @@ class Delivery:
         if await repository.later_status_pending(self.pool, submission_id, row["id"]):
             return  # a later edit shows everything this one would
         sub = await repository.tracked(self.pool, submission_id)
+        lines = [sub["run_lines"][run] for run in sub["run_order"]]
+        if sub["finished"] and any(map(texts.is_pending, lines)) and row["attempts"] < RUN_END_WAITS:
+            # the outcome never shows without the lines of the runs it sums up
+            raise Retry(0.5, "the submission ended before its runs' ends were applied")
         text = texts.status_message(texts.header(submission_id, sub["leaderboard"], sub["mode"], sub["gpus"]),
-                                    [sub["run_lines"][run] for run in sub["run_order"]], sub["final_line"])
+                                    lines, sub["final_line"])
         fresh = datetime.now(UTC) - sub["token_issued_at"] < TOKEN_LIFETIME
         if fresh and sub["original_message_id"]:
             webhook = discord.Webhook.partial(sub["application_id"], sub["interaction_token"], client=self.client)
@@ -210,19 +222,11 @@ class Delivery:
     async def _podium(self, row) -> None:
         body = row["body"]
         board = await read_model.leaderboard(self.pool, body["leaderboard"])
-        if board is None or board["visibility"] != "public" or board["deadline"] < datetime.now(UTC):
-            return  # closed and finished leaderboards are not announced
+        if board is None or board["visibility"] != "public" or board["deadline"] < datetime.now(UTC) \
+                or board["forum_id"] == projection.SCRATCH_FORUM_ID:
+            return  # closed, finished and scratch leaderboards are not announced
         if not self.layout.submissions_channel:
             return
         channel = self.client.get_partial_messageable(self.layout.submissions_channel)
         await channel.send(texts.podium(body["leaderboard"], body["gpu"], body["top"]), nonce=_nonce(row["id"]),
                            allowed_mentions=discord.AllowedMentions.none())
-
-    async def _forum_post(self, row) -> None:
-        body = row["body"]
-        if not self.layout.forum_channel:
-            return
-        forum = await self.client.fetch_channel(self.layout.forum_channel)
-        await forum.create_thread(name=body["name"][:100],
-                                  content=texts.forum_post(body["name"], body["description"], body["gpus"],
-                                                           body["deadline"]))

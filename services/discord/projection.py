@@ -11,22 +11,27 @@ from datetime import UTC, datetime, timedelta
 from schemas.envelope import Event
 from schemas.events import (
     LeaderboardCreated,
+    LeaderboardDeleted,
     LeaderboardRankChanged,
+    LeaderboardUpdated,
     RunCompleted,
     RunFailed,
     RunProgress,
     RunStarted,
     ScoreComputed,
+    SubmissionAccepted,
     SubmissionFinished,
     SubmissionRejected,
 )
 from services.discord import repository, texts
 from services.discord.reporting import run_result, status_report
 
-SUBJECTS = tuple(e.subject for e in (RunStarted, RunProgress, RunCompleted, RunFailed, SubmissionFinished,
-                                     SubmissionRejected, ScoreComputed, LeaderboardRankChanged,
-                                     LeaderboardCreated))
+SUBJECTS = tuple(e.subject for e in (SubmissionAccepted, RunStarted, RunProgress, RunCompleted, RunFailed,
+                                     SubmissionFinished, SubmissionRejected, ScoreComputed, LeaderboardRankChanged,
+                                     LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted))
 ANNOUNCE_WITHIN = timedelta(minutes=15)
+# forum_id of a scratch board (/admin verify-task makes one and deletes it): neither posted nor announced
+SCRATCH_FORUM_ID = 0
 
 
 async def _status(conn, submission_id: int) -> None:
@@ -52,20 +57,38 @@ async def apply(conn, event: Event) -> None:
                                                                 "top": top})
             return
         case LeaderboardCreated():
-            if event.visibility == "public":
+            if event.visibility == "public" and event.forum_id != SCRATCH_FORUM_ID:
                 await repository.enqueue(conn, "forum_post", None, {
                     "name": event.name, "description": event.description, "gpus": event.gpus,
                     "deadline": event.deadline.isoformat()})
+            return
+        # Not news only: a board changed or deleted while the bot was down still gets its post kept in step. Boards
+        # whose post the bot never made (closed ones, or ones from before it kept ids) have nothing to change.
+        case LeaderboardUpdated():
+            await repository.enqueue(conn, "forum_update", None, {
+                "name": event.name, "description": event.description, "deadline": event.deadline.isoformat()})
+            return
+        case LeaderboardDeleted():
+            await repository.enqueue(conn, "forum_archive", None, {"name": event.name})
             return
     submission_id = getattr(event, "submission_id", None)
     row = await repository.tracked(conn, submission_id, lock=True) if submission_id is not None else None
     if row is None:
         return  # not a Discord submission
     match event:
+        case SubmissionAccepted():
+            # Every planned run gets its line now: the reply knows which runs the outcome waits for, whatever
+            # order their ends arrive in (services.discord.delivery holds a final line until they are in).
+            for planned in event.runs:
+                if planned.run_id not in row["run_lines"]:
+                    await repository.set_run_line(conn, submission_id, planned.run_id,
+                                                  texts.queued_line(planned.gpu, planned.secret))
+            await _status(conn, submission_id)
         case RunStarted():
             await repository.add_run(conn, event.run_id, submission_id, event.gpu)
-            if event.run_id not in row["run_lines"]:
-                await repository.set_run_line(conn, submission_id, event.run_id, texts.started_line(event.gpu, False))
+            line = texts.started_from(row["run_lines"].get(event.run_id), event.gpu)
+            if line is not None:
+                await repository.set_run_line(conn, submission_id, event.run_id, line)
                 await _status(conn, submission_id)
         case RunProgress():
             if str(row["run_lines"].get(event.run_id, "")).startswith("⏳"):

@@ -42,7 +42,26 @@ POSTPONE = """
 UPDATE discord_outbox SET attempts = attempts + 1, not_before = now() + make_interval(secs => $2), error = $3
 WHERE id = $1
 """
+FORUM_THREAD = "SELECT * FROM discord_forum_threads WHERE leaderboard = $1"
+STORE_FORUM_THREAD = """
+INSERT INTO discord_forum_threads (leaderboard, thread_id, gpus) VALUES ($1, $2, $3)
+ON CONFLICT (leaderboard) DO UPDATE SET thread_id = EXCLUDED.thread_id, gpus = EXCLUDED.gpus
+"""
+FORGET_FORUM_THREAD = "DELETE FROM discord_forum_threads WHERE leaderboard = $1"
+BOARDS_WITHOUT_POST = """
+SELECT l.name, l.gpus FROM leaderboards l
+WHERE l.visibility = 'public' AND NOT EXISTS (SELECT 1 FROM discord_forum_threads f WHERE f.leaderboard = l.name)
+ORDER BY l.name
+"""
 # --- the shared read model ---
+# Registered users by their names, and Discord submitters the platform knows only from their submissions.
+USER_NAMES = """
+SELECT user_id, user_name FROM users
+UNION ALL
+(SELECT DISTINCT ON (user_id) user_id, user_name FROM submissions s
+ WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = s.user_id)
+ ORDER BY user_id, submitted_at DESC)
+"""
 USER = "SELECT user_id, user_name, banned FROM users WHERE user_id = $1"
 ACTIVE_BOARDS = "SELECT name FROM leaderboards WHERE deadline > now() ORDER BY name"
 BOARD_SCORE = """
@@ -56,14 +75,6 @@ RECENT_SUBMISSIONS = """
 SELECT submitted_at FROM submissions
 WHERE user_id = $1 AND leaderboard_id = $2 AND submitted_at > $3 AND status <> 'rejected' AND NOT deleted
   AND (CASE WHEN mode = 'leaderboard' THEN 'leaderboard' ELSE 'test' END) = $4
-"""
-STATS = """
-SELECT count(*) AS submissions,
-       count(*) FILTER (WHERE s.submitted_at > now() - interval '1 day') AS last_day,
-       count(DISTINCT s.user_id) AS users,
-       count(*) FILTER (WHERE j.status IN ('initial', 'pending', 'running')) AS in_flight,
-       (SELECT count(*) FROM leaderboards) AS leaderboards
-FROM submissions s LEFT JOIN jobs j ON j.submission_id = s.id WHERE NOT s.deleted
 """
 
 
@@ -126,6 +137,26 @@ async def postpone(pool: asyncpg.Pool, outbox_id: int, delay_s: float, error: st
     await pool.execute(POSTPONE, outbox_id, delay_s, error[:500])
 
 
+async def forum_thread(pool: asyncpg.Pool, leaderboard: str):
+    return await pool.fetchrow(FORUM_THREAD, leaderboard)
+
+
+async def store_forum_thread(pool: asyncpg.Pool, leaderboard: str, thread_id: int, gpus: list[str]) -> None:
+    await pool.execute(STORE_FORUM_THREAD, leaderboard, thread_id, gpus)
+
+
+async def forget_forum_thread(pool: asyncpg.Pool, leaderboard: str) -> None:
+    await pool.execute(FORGET_FORUM_THREAD, leaderboard)
+
+
+async def boards_without_post(pool: asyncpg.Pool):
+    return await pool.fetch(BOARDS_WITHOUT_POST)
+
+
+async def user_names(pool: asyncpg.Pool) -> dict[str, str]:
+    return {row["user_id"]: row["user_name"] for row in await pool.fetch(USER_NAMES)}
+
+
 async def user(pool: asyncpg.Pool, user_id: str):
     return await pool.fetchrow(USER, user_id)
 
@@ -146,10 +177,6 @@ async def recent_submissions(pool: asyncpg.Pool, user_id: str, leaderboard_id: i
                              category: str) -> tuple[datetime, ...]:
     rows = await pool.fetch(RECENT_SUBMISSIONS, user_id, leaderboard_id, since, category)
     return tuple(row["submitted_at"] for row in rows)
-
-
-async def stats(pool: asyncpg.Pool):
-    return await pool.fetchrow(STATS)
 
 
 async def round_trip(pool: asyncpg.Pool) -> str:

@@ -28,8 +28,27 @@ def header(submission_id: int, leaderboard: str, mode: str, gpus: Sequence[str])
             f"{', '.join(gpus)}")
 
 
+def queued_line(gpu: str, secret: bool) -> str:
+    return f"⏳ {gpu}{' (secret)' if secret else ''}: queued"
+
+
 def started_line(gpu: str, secret: bool) -> str:
     return f"⏳ {gpu}{' (secret)' if secret else ''}: running"
+
+
+def started_from(line: str | None, gpu: str) -> str | None:
+    """The line of a run that starts: from its queued line (keeping whether it is secret), or new; None when the
+    run is past starting already (its progress or end was applied first)."""
+    if not line:
+        return started_line(gpu, False)
+    if line.startswith("⏳") and line.endswith(": queued"):
+        return line.removesuffix("queued") + "running"
+    return None
+
+
+def is_pending(line: str) -> bool:
+    """Whether a run line still waits for the run's end (queued, running, progress)."""
+    return line.startswith("⏳")
 
 
 def progress_line(gpu: str, message: str) -> str:

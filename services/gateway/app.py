@@ -19,6 +19,7 @@ from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
 from services.kit.settings import GatewaySettings
+from services.operate.hf_schedule import ExportSchedule
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
@@ -36,9 +37,14 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await declare_streams(broker)
         app.state.waiter = ProjectionWaiter()
         await app.state.waiter.start(settings.database_url)
+        schedule = ExportSchedule(app.state.pool, settings) if settings.hf_export_every_h > 0 else None
+        if schedule is not None:
+            schedule.start()
         try:
             yield
         finally:
+            if schedule is not None:
+                await schedule.stop()
             await app.state.waiter.stop()
             await broker.stop()
             await app.state.pool.close()

@@ -69,8 +69,9 @@ def ordered_batch_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size
         "stream": jstream(),
         "durable": durable,
         "pull_sub": PullSub(batch_size=batch_size, timeout=linger_s, batch=True),
-        # No more than one batch out at a time: after a crash, what the dead process held is redelivered before
-        # anything later, so stream order survives it.
+        # At most one full batch out at a time. A process that stopped holding a partial batch leaves room for
+        # later messages, so a consumer that needs stream order across a restart starts only once what it held is
+        # redelivered (services.kit.leader.await_redeliveries; the ledger and the Discord bot do).
         "config": _consumer_config(durable, ack_wait_s, max_ack_pending=batch_size),
         "ack_policy": AckPolicy.MANUAL,
     }

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from pydantic import BaseModel, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from services.kit.upstream_env import UpstreamNames
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/kernelbot"
@@ -23,6 +25,14 @@ class ServiceSettings(BaseSettings):
     # Port of the service's /metrics, /health and /ready server (consumer services; 0: none).
     metrics_port: int = 0
 
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource):
+        # upstream KernelBot's names (DATABASE_URL, DISCORD_TOKEN, ...) as aliases of ours; both set: refused
+        return init_settings, env_settings, UpstreamNames(settings_cls), dotenv_settings, file_secret_settings
+
 
 class OAuthProvider(BaseModel):
     """One OAuth 2 provider's endpoints and this deployment's client (env: a JSON object, e.g. KB_OAUTH_GITHUB)."""
@@ -33,7 +43,17 @@ class OAuthProvider(BaseModel):
     client_secret: SecretStr | None = None
 
 
-class GatewaySettings(ServiceSettings):
+class HfExportSettings(ServiceSettings):
+    """The open data set on the Hugging Face Hub (services/operate/hf_export.py)."""
+
+    hf_token: SecretStr | None = None
+    hf_private_dataset: str = ""  # owner/name of the data set exports go to by default
+    hf_public_dataset: str = ""  # where finished public leaderboards may be published
+    # The Hub's URL; empty: huggingface_hub's default, which honours HF_ENDPOINT.
+    hf_endpoint: str = ""
+
+
+class GatewaySettings(HfExportSettings):
     host: str = "127.0.0.1"
     port: int = 8000
     admin_token: SecretStr | None = None
@@ -52,6 +72,8 @@ class GatewaySettings(ServiceSettings):
     registration_ttl_s: float = 600.0
     # Signs web session cookies; unset, a random key per process (sessions end with it, replicas disagree).
     session_secret: SecretStr | None = None
+    # Hours between scheduled exports of every public leaderboard to the private data set (0: none).
+    hf_export_every_h: float = 0.0
 
 
 class DispatcherSettings(ServiceSettings):
@@ -77,7 +99,7 @@ class DispatcherSettings(ServiceSettings):
     modal_client: str = ""
 
 
-class DiscordSettings(ServiceSettings):
+class DiscordSettings(HfExportSettings):
     discord_token: SecretStr | None = None
     discord_guild_id: int = 0
     # Where the bot reads problem directories for /admin create-dev-leaderboard and update-problems.

@@ -32,6 +32,7 @@ from schemas.events import (
     SubmissionFinished,
     SubmissionReceived,
     SubmissionRejected,
+    UserRenamed,
 )
 from schemas.policy_events import (
     IntakePaused,
@@ -52,7 +53,8 @@ STATEMENT_ORDER = (
     "archive", "leaderboard_create", "leaderboard_update", "leaderboard_purge", "leaderboard_delete",
     "user_upsert", "user_provider",
     "intake_set", "user_ban", "visibility_set", "rate_limit_put", "invite_create", "invite_claim", "invite_revoke",
-    "submission_insert", "submission_delete", "notify_submission", "job_set", "submission_status",
+    "submission_insert", "submission_delete", "user_rename", "user_rename_submissions", "notify_submission",
+    "job_set", "submission_status",
     "run_request_insert", "run_request_status", "run_request_outcome", "job_running", "job_heartbeat",
     "stage_insert", "score_insert", "run_score", "secret_run_score", "score_revise", "rank_change",
 )
@@ -123,6 +125,9 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case OAuthUserRegistered():
             plan.add("user_upsert", event.user_id, event.user_name, event.cli_id, None)
             plan.add("user_provider", event.user_id, event.provider)
+        case UserRenamed():
+            plan.add("user_rename", event.user_id, event.user_name)
+            plan.add("user_rename_submissions", event.user_id, event.user_name)
         case SubmissionReceived():
             plan.add("submission_insert", event.submission_id, event.leaderboard, event.user_id, event.user_name,
                      event.file_name, event.code, event.mode, event.gpus, event.occurred_at)

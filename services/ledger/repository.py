@@ -56,6 +56,8 @@ STATEMENTS = {
         VALUES ($1, COALESCE((SELECT id FROM leaderboards WHERE lower(name) = lower($2)), 0), $3, $4, $5, $6, $7,
                 $8, $9)
         ON CONFLICT (id) DO NOTHING""",
+    "user_rename": "UPDATE users SET user_name = $2 WHERE user_id = $1",
+    "user_rename_submissions": "UPDATE submissions SET user_name = $2 WHERE user_id = $1 AND user_name <> $2",
     # hidden from every view and ranking; the row stays, so a replay or an admin can still see what was deleted
     "submission_delete": "UPDATE submissions SET deleted = true WHERE id = $1",
     # wakes a gateway waiting to answer 202 only once the submission is readable (http-api.md §3.9)

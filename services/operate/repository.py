@@ -7,6 +7,8 @@ import asyncpg
 BOARD = """
 SELECT id, name, ranking_by, task_hash, gpus, visibility FROM leaderboards WHERE lower(name) = lower($1)
 """
+BOARD_BY_ID = "SELECT id, name, deadline, visibility FROM leaderboards WHERE id = $1"
+EVERY_PUBLIC_BOARD = "SELECT id FROM leaderboards WHERE visibility = 'public' ORDER BY id"
 ARCHIVED = "SELECT payload FROM event_archive WHERE event_id = $1 ORDER BY stream_seq LIMIT 1"
 # Public scores only (the secret run's score is never exported), of submissions still standing; each row's rank is
 # its user's rank on the board when it is that user's best entry.
@@ -32,6 +34,36 @@ ORDER BY e.gpu, e.score, e.submitted_at, e.submission_id
 
 async def board(conn: asyncpg.Connection, name: str):
     return await conn.fetchrow(BOARD, name)
+
+
+async def board_by_id(conn: asyncpg.Connection, board_id: int):
+    return await conn.fetchrow(BOARD_BY_ID, board_id)
+
+
+async def public_board_ids(conn: asyncpg.Connection) -> list[int]:
+    return [row["id"] for row in await conn.fetch(EVERY_PUBLIC_BOARD)]
+
+
+# Scheduled exports: one replica at a time (a transaction-scoped advisory lock), once per interval.
+EXPORT_LOCK = "SELECT pg_try_advisory_xact_lock(hashtext('kernelbot-hf-export'))"
+LAST_EXPORT = """
+SELECT max(finished_at) FILTER (WHERE error IS NULL) AS succeeded, max(finished_at) AS tried FROM hf_exports
+"""
+RECORD_EXPORT = "INSERT INTO hf_exports (repo_id, filename, rows, error) VALUES ($1, $2, $3, $4)"
+
+
+async def take_export_lock(conn: asyncpg.Connection) -> bool:
+    return await conn.fetchval(EXPORT_LOCK)
+
+
+async def last_export(conn: asyncpg.Connection):
+    """When the last export succeeded, and when the last one was tried (None: never)."""
+    row = await conn.fetchrow(LAST_EXPORT)
+    return row["succeeded"], row["tried"]
+
+
+async def record_export(conn: asyncpg.Connection, repo_id: str, filename: str, rows: int, error: str | None) -> None:
+    await conn.execute(RECORD_EXPORT, repo_id, filename, rows, error)
 
 
 async def archived(conn: asyncpg.Connection, event_id: str) -> dict | None:

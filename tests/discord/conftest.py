@@ -11,6 +11,8 @@ import pytest
 from services.kit.embedded import create_database, drop_database, start_nats
 from tests.discord.wire import start_bot
 from tests.support.fake_discord import FakeDiscord
+from tests.support.fakes.hf_hub import TOKEN as HF_TOKEN
+from tests.support.fakes.hf_hub import FakeHub
 from tests.support.platform import Platform, identity_board
 
 
@@ -35,14 +37,27 @@ def module_database(postgres_server_url):
 
 
 @pytest.fixture(scope="package")
-def platform(module_nats, module_database, tmp_path_factory):
+def hf_hub():
+    """A fake of the Hugging Face Hub's upload endpoints, for the open-data export of the gateway and the bot."""
+    hub = FakeHub(datasets=("kernelbot/open-data", "kernelbot/open-data-public")).start()
+    yield hub
+    hub.stop()
+
+
+@pytest.fixture(scope="package")
+def platform(module_nats, module_database, tmp_path_factory, hf_hub):
     # GPU `null` is served by the dispatcher's null backend: every stage passes at once, the rest is the real path.
-    running = Platform(module_nats, module_database, tmp_path_factory.mktemp("platform"), null_gpus=("null",))
+    # The gateway exports to the fake Hub: on request, and on a schedule whose first export is at start-up.
+    hf_env = {"KB_HF_TOKEN": HF_TOKEN, "KB_HF_PRIVATE_DATASET": "kernelbot/open-data",
+              "KB_HF_PUBLIC_DATASET": "kernelbot/open-data-public", "HF_ENDPOINT": hf_hub.url,
+              "KB_HF_EXPORT_EVERY_H": "1"}
+    running = Platform(module_nats, module_database, tmp_path_factory.mktemp("platform"), null_gpus=("null", "null2"),
+                       extra_env=hf_env)
     running.start()
     running.load_bundled_problems()
     running.add_boards(identity_board("two_gpus", ["cpu", "unserved_gpu"]),
                        identity_board("closed_board", ["cpu"], visibility="closed"),
-                       identity_board("fast_board", ["null"]))
+                       identity_board("fast_board", ["null"]), identity_board("fast_pair", ["null", "null2"]))
     yield running
     running.stop()
 

@@ -41,3 +41,15 @@ def test_podium_changes_only_when_the_first_three_change():
 def test_status_message_stays_under_the_limit():
     text = texts.status_message("head", ["x" * 1500, "y" * 1500], "final")
     assert len(text) <= texts.MESSAGE_LIMIT and text.startswith("head\n")
+
+
+def test_a_run_line_moves_from_queued_to_running_to_its_end_never_back():
+    queued = texts.queued_line("H100", secret=True)
+    assert queued == "⏳ H100 (secret): queued" and texts.is_pending(queued)
+    running = texts.started_from(queued, "H100")
+    assert running == "⏳ H100 (secret): running" and texts.is_pending(running)
+    assert texts.started_from(None, "B200") == "⏳ B200: running"  # a run the bot learned of only when it started
+    ended = "**H100 on Modal (secret) ✅ success**\n> ✅ Testing successful"
+    assert not texts.is_pending(ended)
+    assert texts.started_from(ended, "H100") is None  # a start applied after the end changes nothing
+    assert texts.started_from(running, "H100") is None

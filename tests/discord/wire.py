@@ -119,9 +119,10 @@ async def eventually(condition, timeout: float = 20.0, what=lambda: "condition")
     raise AssertionError(f"timed out waiting for {what()}")
 
 
-async def start_bot(fake: FakeDiscord, nats_url: str, database_url: str, *, metrics_port: int = 0) -> Wire:
+async def start_bot(fake: FakeDiscord, nats_url: str, database_url: str, *, metrics_port: int = 0,
+                    **settings_) -> Wire:
     settings = DiscordSettings(nats_url=nats_url, database_url=database_url, discord_token="fake-token",
-                               discord_guild_id=GUILD_ID, metrics_port=metrics_port)
+                               discord_guild_id=GUILD_ID, metrics_port=metrics_port, **settings_)
     client = KernelBotClient(settings)
     await client.login("fake-token")  # runs setup_hook: layout, command sync, consumer, delivery
     client._connection.parse_guild_create(fake.guild_create_payload())  # what the gateway sends on connect

@@ -150,7 +150,10 @@ def test_short_lines_stop_at_the_first_failure():
     assert reports.short_lines({"benchmark": stage(), "leaderboard": stage(exit_code=0)}, ranked=True) == [
         "❌ Tests missing"]
     assert reports.short_lines({"profile.1": stage(success=False, exit_code=-11), "profile.0": stage()},
-                               ranked=False) == ["✅ Profiling successful", "❌ Running profile failed (internal error -11)"]
+                               ranked=False) == ["❌ Running profile failed (internal error -11)"]
+    # one verdict for every profile case, not one line per case
+    assert reports.short_lines({f"profile.{i}": stage() for i in range(3)}, ranked=False) == [
+        "✅ Profiling successful"]
     assert reports.title("B200", "github", secret=True, success=True) == "**B200 on GitHub (secret) ✅ success**"
 
 

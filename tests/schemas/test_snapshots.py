@@ -112,6 +112,7 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
     events.LeaderboardUpdated: dict(name="grayscale", task=TASK, task_hash="abc", deadline=T0),
     events.LeaderboardDeleted: dict(name="grayscale"),
     events.CliUserRegistered: dict(user_id="u1", user_name="ada", cli_id="cli-1"),
+    events.UserRenamed: dict(user_id="u1", user_name="Ada L.", change_id="c1"),
     events.OAuthUserRegistered: dict(user_id="u1", user_name="ada", cli_id="cli-1", provider="github"),
     events.SubmissionReceived: dict(
         submission_id=7, leaderboard="grayscale", gpus=["H100"], mode="test", user_id="u1", user_name="ada",
@@ -174,6 +175,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.LeaderboardUpdated: ("description", "new text"),
     events.LeaderboardDeleted: ("name", "other"),
     events.CliUserRegistered: ("cli_id", "cli-2"),
+    events.UserRenamed: ("change_id", "c2"),
     events.OAuthUserRegistered: ("provider", "discord"),
     events.SubmissionReceived: ("submission_id", 8),
     events.SubmissionAccepted: ("submission_id", 8),

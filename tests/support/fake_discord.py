@@ -78,6 +78,13 @@ class FakeDiscord:
         message_id = self.originals.get(token)
         return self.messages.get(message_id) if message_id else None
 
+    def answered(self, token: str, content: str) -> dict:
+        """An interaction `token` already answered with `content`, as a deferred reply leaves it."""
+        message = self._message(0, {"content": content})
+        self.interaction_responses[token] = {"type": 5}
+        self.originals[token] = int(message["id"])
+        return message
+
     def guild_create_payload(self) -> dict:
         """The GUILD_CREATE the gateway would send once the bot connects."""
         return {
@@ -112,6 +119,9 @@ class FakeDiscord:
             ("GET", "/api/v10/guilds/{guild}/threads/active", self._active_threads),
             ("POST", "/api/v10/guilds/{guild}/roles", self._create_role),
             ("GET", "/api/v10/channels/{channel}", self._get_channel),
+            ("PATCH", "/api/v10/channels/{channel}", self._edit_channel),
+            ("GET", "/api/v10/channels/{channel}/threads/archived/public", self._archived_threads),
+            ("PATCH", "/api/v10/channels/{channel}/messages/{message}", self._edit_message),
             ("POST", "/api/v10/channels/{channel}/messages", self._post_message),
             ("POST", "/api/v10/channels/{channel}/threads", self._create_thread),
             ("PUT", "/api/v10/channels/{channel}/thread-members/{user}", self._add_thread_member),
@@ -199,8 +209,41 @@ class FakeDiscord:
         return _json(channel)
 
     async def _active_threads(self, _request):
-        threads = [c for c in self.channels.values() if c["type"] in (11, 12)]
+        threads = [c for c in self.channels.values() if c["type"] in (11, 12)
+                   and not c["thread_metadata"]["archived"]]
         return _json({"threads": threads, "members": []})
+
+    async def _archived_threads(self, request):
+        parent = request.match_info["channel"]
+        threads = [c for c in self.channels.values() if c["type"] in (11, 12) and c.get("parent_id") == parent
+                   and c["thread_metadata"]["archived"]]
+        return _json({"threads": threads, "members": [], "has_more": False})
+
+    async def _edit_channel(self, request):
+        channel = self.channels.get(int(request.match_info["channel"]))
+        if channel is None:
+            return _json({"message": "Unknown Channel", "code": 10003}, 404)
+        body = await request.json()
+        if "name" in body:
+            channel["name"] = body["name"]
+        if "thread_metadata" in channel:
+            for key in ("archived", "locked"):
+                if key in body:
+                    channel["thread_metadata"][key] = body[key]
+        return _json(channel)
+
+    async def _edit_message(self, request):
+        message = self.messages.get(int(request.match_info["message"]))
+        if message is None or message["channel_id"] != request.match_info["channel"]:
+            return _json({"message": "Unknown Message", "code": 10008}, 404)
+        body, _files = await self._json_or_multipart(request)
+        if len(body.get("content") or "") > MESSAGE_LIMIT:
+            return _json({"message": "Invalid Form Body", "code": 50035}, status=400)
+        if "content" in body:
+            message["content"] = body["content"]
+            message.setdefault("history", []).append(body["content"])
+        message["edited_timestamp"] = _now()
+        return _json(message)
 
     async def _list_roles(self, _request):
         return _json(list(self.roles.values()))
@@ -265,8 +308,11 @@ class FakeDiscord:
             return _json({"message": "Unknown Channel", "code": 10003}, status=404)
         body = await request.json()
         thread = self.make_thread(parent_id, body["name"], 11 if parent["type"] == 15 else body.get("type", 11))
-        if parent["type"] == 15:  # a forum post starts with its message
+        if parent["type"] == 15:  # a forum post starts with its message, which has the thread's id
             message = self._message(int(thread["id"]), body.get("message") or {})
+            del self.messages[int(message["id"])]
+            message["id"] = thread["id"]
+            self.messages[int(thread["id"])] = message
             return _json({**thread, "message": message})
         return _json(thread)
 
@@ -332,6 +378,8 @@ class FakeDiscord:
         for key in ("content", "components", "embeds"):
             if key in body:
                 message[key] = body[key]
+        if "content" in body:  # every text the message ever showed, for tests of what a person could have seen
+            message.setdefault("history", []).append(body["content"])
         message["edited_timestamp"] = _now()
         message.setdefault("edits", 0)
         message["edits"] += 1

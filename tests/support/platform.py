@@ -19,9 +19,13 @@ from schemas.events import LeaderboardCreated
 from services.cli.bundled import leaderboards_from_competition, parse_deadline
 from services.kit.bus import publish_all
 from services.kit.embedded import free_port
+from services.kit.upstream_env import ALIASES, NESTED_ALIASES
 
 ADMIN_TOKEN = "test-admin-token"
 SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
+
+
+UPSTREAM = set(ALIASES.values()) | {name for names in NESTED_ALIASES.values() for name in names.values()}
 
 
 def identity_board(name: str, gpus: list[str], visibility: str = "public") -> LeaderboardCreated:
@@ -48,7 +52,8 @@ class Platform:
         self.http = httpx.Client(base_url=self.url, timeout=30)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("KB_")}
+        # hermetic: neither our names nor upstream KernelBot's aliases of them come from the machine's environment
+        env = {k: v for k, v in os.environ.items() if not k.upper().startswith("KB_") and k.upper() not in UPSTREAM}
         env.update(
             KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
             KB_ADMIN_TOKEN=self.admin_token, KB_RUNS_DIR=str(self.workdir / "runs"), KB_WORKER_ID="test-dispatcher",

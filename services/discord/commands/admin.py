@@ -19,10 +19,19 @@ from problems import PROBLEMS_ROOT
 from runner.taskfile import TaskFileError, load_problem
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, SubmissionDeleted
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
-from services.discord import repository as bot_repository
-from services.discord.commands.common import admin_only, administrator_only, on_error, reply, text_file
+from services.discord.commands import admin_upstream
+from services.discord.commands.common import (
+    admin_only,
+    admin_or_creator,
+    administrator_only,
+    alias,
+    is_admin,
+    on_error,
+    reply,
+    text_file,
+)
 from services.discord.commands.leaderboard import submission_summary
-from services.gateway import problem_archive, problems_repository
+from services.gateway import admin_repository, problem_archive, problems_repository, views
 from services.gateway import repository as read_model
 from services.gateway.problemsync import ProblemSetNotFound, name_problem, plan_sync
 from services.gateway.routes.admin_problems import REPOSITORY
@@ -84,6 +93,15 @@ def group(ctx) -> app_commands.Group:
     admin = app_commands.Group(name="admin", description="Leaderboard administration")
     admin.on_error = on_error
 
+    async def delete_board(row, *, force: bool) -> None:
+        """As the gateway's admin route does: the live submissions first, then the board, under a fresh tag."""
+        live = await problems_repository.live_submissions(ctx.pool, row["name"])
+        events = [SubmissionDeleted(submission_id=s["id"], user_id=str(s["user_id"]), by_admin=True) for s in live]
+        events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{uuid.uuid4().hex}",
+                                         name=row["name"], task_hash=row["task_hash"], force=force))
+        for event in events:
+            await publish(ctx.broker, event)
+
     @admin.command(name="create-dev-leaderboard", description="A leaderboard from a local problem directory")
     @app_commands.describe(directory="problem directory under the problems root",
                            gpu="GPU or comma list (default: the task's gpus)")
@@ -112,13 +130,18 @@ def group(ctx) -> app_commands.Group:
             creator_id=interaction.user.id))
         await reply(interaction, f"✅ Created `{name}`.")
 
+    admin.add_command(alias(create_dev, "create-local", "Upstream's name of create-dev-leaderboard"))
+
     @admin.command(name="delete-leaderboard", description="Delete a leaderboard; type its name to confirm")
-    @admin_only()
+    @admin_or_creator()
     async def delete_leaderboard(interaction: discord.Interaction, leaderboard: str, confirm_name: str,
                                  force: bool = False) -> None:
         row = await read_model.leaderboard(ctx.pool, leaderboard)
         if row is None:
             await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
+            return
+        if not is_admin(interaction) and int(row["creator_id"]) != interaction.user.id:
+            await reply(interaction, "⛔ A Leaderboard Creator may delete only the leaderboards they created.")
             return
         if confirm_name != row["name"]:
             await reply(interaction, f"❌ Type the leaderboard's name, `{row['name']}`, to confirm.")
@@ -128,12 +151,7 @@ def group(ctx) -> app_commands.Group:
             await reply(interaction, f"❌ `{row['name']}` has {len(live)} submissions; pass `force` to delete them "
                                      "too.")
             return
-        # as the gateway's admin route does: the live submissions first, then the board, under a fresh tag
-        events = [SubmissionDeleted(submission_id=s["id"], user_id=str(s["user_id"]), by_admin=True) for s in live]
-        events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{uuid.uuid4().hex}",
-                                         name=row["name"], task_hash=row["task_hash"], force=force))
-        for event in events:
-            await publish(ctx.broker, event)
+        await delete_board(row, force=force)
         await reply(interaction, f"✅ Deleted `{row['name']}`" + (f" and {len(live)} submissions." if live else "."))
 
     @admin.command(name="delete-submission", description="Delete any submission")
@@ -184,13 +202,22 @@ def group(ctx) -> app_commands.Group:
                                  f"{len(report['skipped'])}: {', '.join(report['created'] + report['updated'])}"
                                  f"{errors}")
 
-    @admin.command(name="stats", description="Platform statistics")
+    @admin.command(name="stats", description="Platform statistics, as GET /admin/stats gives them")
+    @app_commands.describe(last_day_only="only the last day, with each user's total run time")
     @admin_only()
-    async def stats(interaction: discord.Interaction) -> None:
-        row = await bot_repository.stats(ctx.pool)
-        await reply(interaction, f"Leaderboards: {row['leaderboards']} · submissions: {row['submissions']} "
-                                 f"({row['last_day']} in the last day) · users: {row['users']} · "
-                                 f"in flight: {row['in_flight']}")
+    async def stats(interaction: discord.Interaction, last_day_only: bool = False) -> None:
+        # the gateway's use case (GET /admin/stats, upstream's show-stats): the same figures wherever asked
+        since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
+        found = views.stats(*await admin_repository.stats(ctx.pool, since, None), last_day=last_day_only)
+        lines = "\n".join(f"{key} = {value}" for key, value in found.items())
+        if len(lines) <= 1900:
+            await reply(interaction, f"```\n{lines}\n```")
+        else:
+            await reply(interaction, f"{len(found)} figures, attached.", files=[text_file("stats.txt", lines)])
+
+    admin.add_command(alias(stats, "show-stats", "Upstream's name of stats"))
+    admin_upstream.add_commands(admin, ctx, problems_root=lambda: _problems_root(ctx), inside=_inside,
+                                delete_board=delete_board)
 
     @admin.command(name="ban", description="Refuse a user's submissions")
     @admin_only()

@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 
 from services.discord import repository
-from services.discord.layout import ADMIN_ROLE
+from services.discord.layout import ADMIN_ROLE, CREATOR_ROLE
 from services.dispatcher import policy
 
 MAX_CHOICES = 25
@@ -37,13 +37,17 @@ def text_file(name: str, text: str) -> discord.File:
     return discord.File(io.BytesIO(text.encode()), filename=name)
 
 
-def is_admin(interaction: discord.Interaction) -> bool:
-    """Holds the admin role the bot found or created at start-up, by id: another role given the same name by
-    someone who may manage roles does not count."""
+def has_role(interaction: discord.Interaction, name: str) -> bool:
+    """Holds the role of that name the bot found or created at start-up, by id: another role given the same name
+    by someone who may manage roles does not count."""
     layout = interaction.client.ctx.layout
-    admin_id = (layout.roles or {}).get(ADMIN_ROLE) if layout else None
+    role_id = (layout.roles or {}).get(name) if layout else None
     roles = getattr(interaction.user, "roles", None) or []  # a DM's user has none
-    return admin_id is not None and any(role.id == admin_id for role in roles)
+    return role_id is not None and any(role.id == role_id for role in roles)
+
+
+def is_admin(interaction: discord.Interaction) -> bool:
+    return has_role(interaction, ADMIN_ROLE)
 
 
 def admin_only():
@@ -54,6 +58,22 @@ def admin_only():
         return True
 
     return app_commands.check(predicate)
+
+
+def admin_or_creator():
+    """Leaderboard Admins, and Leaderboard Creators (whose command then checks the board is theirs)."""
+    async def predicate(interaction: discord.Interaction) -> bool:
+        if not (is_admin(interaction) or has_role(interaction, CREATOR_ROLE)):
+            raise app_commands.CheckFailure(f"This command needs the {ADMIN_ROLE} or the {CREATOR_ROLE} role.")
+        return True
+
+    return app_commands.check(predicate)
+
+
+def alias(command: app_commands.Command, name: str, description: str) -> app_commands.Command:
+    """The same command under another name (upstream KernelBot's): its checks, options and autocomplete come
+    with its callback."""
+    return app_commands.Command(name=name, description=description[:100], callback=command.callback)
 
 
 def administrator_only():
@@ -85,6 +105,24 @@ def board_autocomplete(ctx):
         names = await repository.active_boards(ctx.pool)
         matching = [n for n in names if current.lower() in n.lower()][:MAX_CHOICES]
         return [app_commands.Choice(name=n, value=n) for n in matching]
+
+    return complete
+
+
+def gpu_autocomplete(ctx):
+    """The GPUs of the leaderboard named in the same command (its `leaderboard` option)."""
+    from services.gateway import repository as read_model
+
+    async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        name = getattr(interaction.namespace, "leaderboard", None)
+        row = await read_model.leaderboard(ctx.pool, name) if name else None
+        if row is None or row["visibility"] != "public":
+            return []
+        # a comma list (submit's gpu option) completes its last item
+        done, _, last = current.rpartition(",")
+        prefix = f"{done}," if done else ""
+        return [app_commands.Choice(name=prefix + gpu, value=prefix + gpu) for gpu in sorted(row["gpus"])
+                if last.strip().lower() in gpu.lower()][:MAX_CHOICES]
 
     return complete
 

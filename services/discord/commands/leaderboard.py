@@ -7,12 +7,13 @@ from discord import app_commands
 
 from schemas.contracts import SUBMISSION_MARKER
 from services.discord import texts
-from services.discord.commands.common import board_autocomplete, on_error, reply, text_file
+from services.discord.commands.common import board_autocomplete, gpu_autocomplete, on_error, reply, text_file
 from services.discord.commands.submit import submit_group
 from services.gateway import repository as read_model
 
 PAGE_SIZE = 10
-RANKING_SIZE = 10
+RANKING_SIZE = 10  # ranks per page of /leaderboard show
+RANKING_PAGES = 50  # pages per GPU at most: the first 500 ranks
 HELP = """**KernelBot**: write a fast GPU kernel, and see where it ranks.
 `/leaderboard list`: the leaderboards · `/leaderboard task <name>`: the problem and its reference files
 `/leaderboard template <name>`: starter code · `/leaderboard submit ranked <file>`: a ranked run (also `test`,
@@ -55,6 +56,16 @@ def list_pages(rows) -> list[str]:
     return [f"**Leaderboards** ({i + 1}/{len(pages)})\n{page}" for i, page in enumerate(pages)]
 
 
+def ranking_pages(board: str, gpu: str, ranking) -> list[str]:
+    """One GPU's ranking, RANKING_SIZE ranks a page, each page titled with the GPU and where it is."""
+    lines = [f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
+             f"{texts.score_text(r['score'])} · `{r['file_name']}`" for r in ranking]
+    chunks = [lines[i:i + RANKING_SIZE] for i in range(0, len(lines), RANKING_SIZE)] or [
+        ["no ranked submissions yet"]]
+    return [f"**{board}** · __{gpu}__ ({i + 1}/{len(chunks)})\n" + "\n".join(chunk)
+            for i, chunk in enumerate(chunks)]
+
+
 async def _board(ctx, interaction: discord.Interaction, name: str):
     """The leaderboard if the user may read it; a closed one only through popcorn-cli with an invite."""
     row = await read_model.leaderboard(ctx.pool, name)
@@ -79,21 +90,24 @@ def group(ctx) -> app_commands.Group:
         view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
         await reply(interaction, pages[0], view=view)
 
-    @lb.command(name="show", description="The ranking of a leaderboard, per GPU")
-    @app_commands.autocomplete(leaderboard=complete)
+    @lb.command(name="show", description="The ranking of a leaderboard, per GPU, in pages")
+    @app_commands.describe(leaderboard="Leaderboard", gpu="GPU (default: every GPU of the leaderboard)")
+    @app_commands.autocomplete(leaderboard=complete, gpu=gpu_autocomplete(ctx))
     async def show(interaction: discord.Interaction, leaderboard: str, gpu: str | None = None) -> None:
         row = await _board(ctx, interaction, leaderboard)
         if row is None:
             return
-        parts = [f"**{row['name']}**"]
-        for name in [gpu] if gpu else sorted(row["gpus"]):
-            ranking = await read_model.ranking(ctx.pool, row["id"], name, RANKING_SIZE, 0)
-            parts.append(f"__{name}__")
-            parts.extend(f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
-                         f"{texts.score_text(r['score'])} · `{r['file_name']}`" for r in ranking)
-            if not ranking:
-                parts.append("no ranked submissions yet")
-        await reply(interaction, "\n".join(parts))
+        gpus = sorted(row["gpus"])
+        if gpu is not None and gpu not in gpus:
+            await reply(interaction, f"❌ `{row['name']}` does not run on {gpu}; it runs on {', '.join(gpus)}.")
+            return
+        pages = []
+        for name in [gpu] if gpu else gpus:
+            ranking = await read_model.ranking(ctx.pool, row["id"], name, RANKING_SIZE * RANKING_PAGES, 0)
+            pages.extend(ranking_pages(row["name"], name, ranking))
+        pages = pages or [f"**{row['name']}** runs on no GPU."]
+        view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
+        await reply(interaction, pages[0], view=view)
 
     @lb.command(name="show-personal", description="Your submissions to a leaderboard")
     @app_commands.autocomplete(leaderboard=complete)

@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 
 from services.discord import admission, repository, texts
-from services.discord.commands.common import board_autocomplete, refusal_text, reply, who
+from services.discord.commands.common import board_autocomplete, gpu_autocomplete, refusal_text, reply, who
 from services.dispatcher import policy
 from services.gateway import repository as read_model
 from services.kit.bus import PublishFailed
@@ -113,7 +113,7 @@ def submit_group(ctx) -> app_commands.Group:
         @app_commands.describe(script="Your kernel (.py, .cu, .cuh, .cpp)",
                                leaderboard="Leaderboard (default: the #!POPCORN leaderboard header)",
                                gpu="GPU, or a comma-separated list (default: header, or you choose)")
-        @app_commands.autocomplete(leaderboard=board_autocomplete(ctx))
+        @app_commands.autocomplete(leaderboard=board_autocomplete(ctx), gpu=gpu_autocomplete(ctx))
         async def command(interaction: discord.Interaction, script: discord.Attachment,
                           leaderboard: str | None = None, gpu: str | None = None) -> None:
             await submit(ctx, interaction, mode, script, leaderboard, gpu)

@@ -11,9 +11,10 @@ from fastapi.responses import JSONResponse
 
 from schemas.events import SubmissionDeleted
 from services.gateway import admin_repository, boards, intake, repository, views
-from services.gateway.changes import bad_request, field, integer
+from services.gateway.changes import bad_request, field
 from services.gateway.deps import CurrentUser, Pool
 from services.gateway.routes.submissions import accepted_response
+from services.operate import hf_export
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]
@@ -87,18 +88,15 @@ async def leaderboard_submissions(leaderboard: str, pool: Pool, limit: int = 100
 
 
 @router.post("/export-hf")
-async def export_to_hugging_face(pool: Pool, body: JsonBody = None) -> dict:
-    """Validates the request; the export itself needs a Hugging Face endpoint, which no deployment configures yet."""
-    ids = field(body, "leaderboard_ids")
-    if not isinstance(ids, list) or not ids or any(integer(value) is None for value in ids):
-        raise bad_request("leaderboard_ids must be a non-empty list of integers")
-    filename = field(body, "filename")
-    if not isinstance(filename, str) or not filename.endswith(".parquet"):
-        raise bad_request("filename must end with .parquet")
-    private = field(body, "private")
-    if private is False:
-        found = [await admin_repository.leaderboard_by_id(pool, value) for value in ids]
-        active = [row["name"] for row in found if row is not None and row["deadline"] > datetime.now(UTC)]
-        if active:
-            raise bad_request(f"Cannot export active leaderboards to the public dataset: {', '.join(active)}")
-    raise HTTPException(503, "Hugging Face export is not configured")
+async def export_to_hugging_face(request: Request, pool: Pool, body: JsonBody = None) -> dict:
+    """The open-data export (services.operate.hf_export), to the private data set unless `private` is false."""
+    try:
+        done = await hf_export.export_to_hub(pool, request.app.state.settings, field(body, "leaderboard_ids"),
+                                             field(body, "filename"), private=field(body, "private") is not False)
+    except hf_export.ExportRefused as exc:
+        raise bad_request(str(exc)) from exc
+    except hf_export.ExportNotConfigured as exc:
+        raise HTTPException(503, str(exc)) from exc
+    except hf_export.ExportFailed as exc:
+        raise HTTPException(502, str(exc)) from exc
+    return {"status": "ok", "rows": done.rows, "repo_id": done.repo_id, "filename": done.filename}

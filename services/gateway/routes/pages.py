@@ -14,7 +14,8 @@ from urllib.parse import quote
 from fastapi import APIRouter, Cookie, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from services.gateway import pages_repository, repository, views
+from runner import reports
+from services.gateway import pages_repository, repository, results, views
 from services.gateway.deps import Pool, User
 from services.gateway.web import render
 from services.gateway.web.charts import Attempt, best_over_time
@@ -119,7 +120,9 @@ def _queue_text(queue: dict) -> str:
     if queue.get("position"):
         text = f"position {queue['position']} in the queue ({text})"
     wait = queue.get("estimated_wait_s")
-    if wait is not None:
+    if wait is not None and wait <= 0:  # nothing ahead and nothing running: no estimate to make
+        text += "; starts now" if queue.get("position") else "; a run submitted now starts at once"
+    elif wait is not None:
         text += f"; estimated start in about {max(1, round(wait / 60))} min"
     return text
 
@@ -148,7 +151,12 @@ async def submission(submission_id: int, request: Request, pool: Pool, person: V
     if row is None or str(row["user_id"]) != person.user_id:
         return _not_found(person, f"You have no submission {submission_id}.")
     # the API's view of it: secret runs carry no harness output (http-api.md §3.12)
-    shown = views.submission(row, await repository.submission_runs(pool, submission_id), None)
+    stages = await repository.submission_runs(pool, submission_id)
+    shown = views.submission(row, stages, None)
+    # the report popcorn-cli prints, for each public run that ended (a secret run's would reveal its inputs)
+    report = "\n\n".join(reports.report(o.gpu, o.backend, o.mode, secret=False, result=o.result) for o in
+                          results.outcomes(await repository.run_requests(pool, submission_id), stages, row["gpus"])
+                          if not o.secret)
     waiting = ""
     if not row["done"] and row["gpus"]:
         gpu = row["gpus"][0]
@@ -157,7 +165,7 @@ async def submission(submission_id: int, request: Request, pool: Pool, person: V
     runs = [{**run, "score_text": format_seconds(run["score"]) if run["score"] is not None else "",
              "result": run.get("result")} for run in shown["runs"]]
     return page("submission.html", viewer=person, s=shown, runs=runs, submitted=_shown(row["submitted_at"]),
-                waiting=waiting)
+                waiting=waiting, report=report)
 
 
 def _safe_next(target: str | None) -> str:

@@ -12,8 +12,12 @@ TEMPLATES = Path(__file__).parent / "templates"
 
 @cache
 def environment() -> Environment:
-    return Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
-                       trim_blocks=True, lstrip_blocks=True)
+    from services.gateway.web.markdown import markdown, markdown_inline
+
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
+                      trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(markdown=markdown, markdown_inline=markdown_inline)
+    return env
 
 
 def render(template: str, **context: object) -> str:

@@ -1,0 +1,34 @@
+"""Leaderboard descriptions as Markdown, safely: they come from problem repositories, so raw HTML in them is shown
+as text (markdown-it's `html` off), links may only be http(s) or mailto, and images are not loaded (the pages'
+Content-Security-Policy would refuse them anyway). Hard line breaks from the YAML stay line breaks."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
+
+SAFE_SCHEMES = ("http://", "https://", "mailto:")
+
+
+def _safe_link(url: str) -> bool:
+    lowered = url.strip().lower()
+    return lowered.startswith(SAFE_SCHEMES) or ":" not in lowered.split("/", 1)[0]  # relative links pass
+
+
+@cache
+def _parser() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "breaks": True, "linkify": False, "typographer": False})
+    md.disable("image")
+    md.validateLink = _safe_link
+    return md
+
+
+def markdown(text: str | None) -> Markup:
+    return Markup(_parser().render(text or ""))
+
+
+def markdown_inline(text: str | None) -> Markup:
+    """One paragraph's worth (the list page's summaries): code, emphasis and links, no blocks."""
+    return Markup(_parser().renderInline(text or ""))

@@ -1,0 +1,94 @@
+"""Upstream KernelBot's environment variable names, read as aliases of ours so operators' habits carry over.
+
+A setting named both ways is refused rather than resolved: two values for one setting is a mistake that a
+precedence rule would hide (docs/operations.md, "Configure").
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+PREFIX = "KB_"
+# Our field -> upstream's name for it (gpu-mode/kernelbot, src/kernelbot/env.py).
+ALIASES: dict[str, str] = {
+    "database_url": "DATABASE_URL",
+    "admin_token": "ADMIN_TOKEN",
+    "discord_token": "DISCORD_TOKEN",
+    "discord_guild_id": "DISCORD_CLUSTER_STAGING_ID",
+    "github_token": "GITHUB_TOKEN",
+    "dev_problems_dir": "PROBLEM_DEV_DIR",
+    "problems_dir": "PROBLEM_DEV_DIR",
+    "hf_token": "HF_TOKEN",
+    "hf_private_dataset": "HF_PRIVATE_DATASET",
+    "hf_public_dataset": "HF_PUBLIC_DATASET",
+}
+# Fields of one of our JSON-object settings -> upstream's separate variables for them.
+NESTED_ALIASES: dict[str, dict[str, str]] = {
+    "oauth_discord": {"client_id": "CLI_DISCORD_CLIENT_ID", "client_secret": "CLI_DISCORD_CLIENT_SECRET"},
+    "oauth_github": {"client_id": "CLI_GITHUB_CLIENT_ID", "client_secret": "CLI_GITHUB_CLIENT_SECRET"},
+}
+
+
+class ConflictingSettings(ValueError):
+    """A setting is given under our name and under upstream's name at once."""
+
+
+def _lookup(environ: Mapping[str, str]) -> dict[str, str]:
+    # pydantic-settings reads KB_ names case-insensitively; so does the conflict check
+    return {name.upper(): value for name, value in environ.items()}
+
+
+def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The values upstream's names give the `fields` of a settings class; ConflictingSettings when one of them is
+    set under our name too."""
+    env = _lookup(environ)
+    values: dict[str, Any] = {}
+    for field, alias in ALIASES.items():
+        if field in fields and alias in env:
+            ours = PREFIX + field.upper()
+            if ours in env:
+                raise ConflictingSettings(
+                    f"both {ours} and {alias} (upstream KernelBot's name for it) are set; unset one of them")
+            values[field] = env[alias]
+    for field, parts in NESTED_ALIASES.items():
+        given = {part: env[alias] for part, alias in parts.items() if field in fields and alias in env}
+        if not given:
+            continue
+        ours = PREFIX + field.upper()
+        if ours in env:
+            names = ", ".join(parts[part] for part in given)
+            raise ConflictingSettings(f"both {ours} and {names} (upstream KernelBot's names for its client id and "
+                                      "secret) are set; unset one of them")
+        default = fields[field].default
+        values[field] = {**(default.model_dump() if hasattr(default, "model_dump") else {}), **given}
+    return values
+
+
+def env_value(field: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """One setting straight from the environment, under our name or upstream's (ConflictingSettings for both), for
+    code that reads the environment before any settings class (`kernelbot up`)."""
+    env = _lookup(os.environ if environ is None else environ)
+    ours, alias = PREFIX + field.upper(), ALIASES.get(field)
+    if alias and ours in env and alias in env:
+        raise ConflictingSettings(f"both {ours} and {alias} (upstream KernelBot's name for it) are set; unset one "
+                                  "of them")
+    return env.get(ours) or (env.get(alias) if alias else None)
+
+
+class UpstreamNames(PydanticBaseSettingsSource):
+    """A settings source reading upstream's names, after our KB_ names (which never coexist with them)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None) -> None:
+        super().__init__(settings_cls)
+        self.environ = os.environ if environ is None else environ
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
+        raise NotImplementedError  # __call__ reads every field at once
+
+    def __call__(self) -> dict[str, Any]:
+        return upstream_values(self.settings_cls.model_fields, self.environ)
