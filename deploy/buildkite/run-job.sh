@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The runner pipeline's step, run by the GPU agent the build's queue names (deploy/buildkite/pipeline.yml).
+#
+# It runs at job time on that agent, so CUDA_VISIBLE_DEVICES here is the agent's own (set by its unit,
+# buildkite-agent-gpuN), never the value of the agent that uploaded the pipeline. The payload arrives in
+# SUBMISSION_PAYLOAD either inline (base64 of zlib JSON) or, when too large for an environment variable (Linux caps
+# one at 128 KiB), as a short-lived single-use https URL: it is fetched here, on the host, because the runner
+# container has no network. The container sees exactly this agent's GPU and leaves result.json for the artifact.
+set -euo pipefail
+
+IMAGE="${KERNELBOT_IMAGE:-kernelbot-runner:latest}"
+GPU="${CUDA_VISIBLE_DEVICES:?this agent has no CUDA_VISIBLE_DEVICES: set it up with scripts/buildkite/setup-agent.sh}"
+[[ "$GPU" =~ ^[0-9]+$ ]] || { echo "CUDA_VISIBLE_DEVICES must name one GPU index, got '$GPU'" >&2; exit 2; }
+PAYLOAD="${SUBMISSION_PAYLOAD:?no SUBMISSION_PAYLOAD in the build environment}"
+unset SUBMISSION_PAYLOAD
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/kernelbot-job.XXXXXX")"
+trap 'rm -rf "$WORK"' EXIT
+( umask 077
+  case "$PAYLOAD" in
+    https://*|http://*) curl --fail --silent --show-error --max-time 120 --output "$WORK/payload.txt" "$PAYLOAD" ;;
+    *) printf '%s' "$PAYLOAD" > "$WORK/payload.txt" ;;
+  esac )
+unset PAYLOAD
+
+status=0
+docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN \
+  --label "kernelbot.gpu-index=$GPU" --volume "$WORK:/work" \
+  "$IMAGE" --payload-file /work/payload.txt --result /work/result.json || status=$?
+if [ -f "$WORK/result.json" ]; then
+  cp "$WORK/result.json" ./result.json
+fi
+exit "$status"
