@@ -30,6 +30,7 @@ from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
 from .execute import execute
 from .payload import PayloadError, decode_payload_object, payload_from_object
 from .sandbox import SandboxPolicy
+from .smoke import is_smoke_payload, judged, summary
 
 NATS_URL_ENV = "KB_NATS_URL"
 RUNNER_NAME_ENV = "KB_RUNNER_NAME"
@@ -86,6 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
         result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy())
+        if is_smoke_payload(raw):  # the onboarding guide's smoke test: say plainly what happened
+            result = judged(result)
+            print(summary(result))
     try:
         write_result_atomically(result, args.result)
     except OSError as exc:

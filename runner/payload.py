@@ -15,6 +15,8 @@ from pydantic import ValidationError
 
 from schemas.contracts import SUBMISSION_MARKER, CuConfig, Mode, PyConfig, RunPayload, Task
 
+from .smoke import with_smoke_defaults
+
 
 class PayloadError(ValueError):
     """A payload that cannot be decoded or does not match the RunPayload contract."""
@@ -98,6 +100,6 @@ def decode_payload(data: str | bytes) -> RunPayload:
 
 def payload_from_object(obj: dict) -> RunPayload:
     try:
-        return RunPayload.model_validate(obj)
+        return RunPayload.model_validate(with_smoke_defaults(obj))
     except ValidationError as exc:
         raise PayloadError(f"payload does not match the RunPayload contract: {exc}") from exc

@@ -79,6 +79,7 @@ def systemctl(argv: list[str]) -> int:
 
 def _docker_run(argv: list[str]) -> int:
     volumes: dict[str, str] = {}
+    passed_env: dict[str, str] = {}
     index, positional = 0, []
     entrypoint = None
     while index < len(argv):
@@ -90,14 +91,19 @@ def _docker_run(argv: list[str]) -> int:
         elif arg == "--entrypoint":
             entrypoint = argv[index + 1]
             index += 2
-        elif arg in ("--gpus", "--network", "--cap-add", "--label", "--name", "-e", "--env"):
+        elif arg in ("-e", "--env"):
+            name, has_value, value = argv[index + 1].partition("=")
+            if has_value or name in os.environ:
+                passed_env[name] = value if has_value else os.environ[name]
+            index += 2
+        elif arg in ("--gpus", "--network", "--cap-add", "--label", "--name"):
             index += 2
         elif arg.startswith("-"):
             index += 1
         else:
             positional = argv[index:]
             break
-    image, command = positional[0], positional[1:]
+    image, command = positional[0], positional[1:] or ["--result", "/work/result.json"]  # the image's CMD
     if not (STATE / "images" / _key(image)).exists():
         print(f"Unable to find image '{image}' locally", file=sys.stderr)
         return 125
@@ -113,8 +119,8 @@ def _docker_run(argv: list[str]) -> int:
         return path
 
     mapped = [host_path(arg) for arg in command]
-    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")}
-    return subprocess.call([sys.executable, "-m", "runner.container", *mapped], env=env)
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")} | passed_env
+    return subprocess.call([sys.executable, "-m", "runner.container", *mapped], env=env, cwd=volumes.get("/work"))
 
 
 def docker(argv: list[str]) -> int:
