@@ -28,7 +28,7 @@ from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_rep
 
 from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
 from .execute import execute
-from .payload import PayloadError, decode_payload_object, payload_from_object
+from .payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
 from .sandbox import SandboxPolicy
 from .smoke import is_smoke_payload, judged, summary
 
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     runner_name = os.environ.pop(RUNNER_NAME_ENV, "")
     raw: dict = {}
     try:
-        raw = decode_payload_object(read_payload_text(args.payload_file))
+        raw = decode_payload_object(fetch_if_reference(read_payload_text(args.payload_file)))
         payload = payload_from_object(raw)
     except (PayloadError, OSError) as exc:
         result = FullResult(success=False, error=f"invalid payload: {exc}")

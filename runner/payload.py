@@ -9,6 +9,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import urllib.error
+import urllib.request
 import zlib
 
 from pydantic import ValidationError
@@ -73,6 +75,31 @@ def encode_payload(payload: RunPayload) -> str:
     """base64(zlib(json)) of the payload, as an ASCII string."""
     raw = json.dumps(payload.model_dump(mode="json"), ensure_ascii=False).encode("utf-8")
     return base64.b64encode(zlib.compress(raw)).decode("ascii")
+
+
+REFERENCE_SCHEMES = ("https://", "http://")
+FETCH_TIMEOUT_S = 120
+MAX_FETCHED_BYTES = 32 * 1024 * 1024
+
+
+def fetch_if_reference(text: str) -> str:
+    """A payload passed by reference (a single-use link on the gateway, for payloads too large for the backend's
+    field: services/dispatcher/backends/carry.py) fetched; any other text unchanged. The link is a credential,
+    so an error names only where it points, never the token."""
+    link = text.strip()
+    if not link.startswith(REFERENCE_SCHEMES):
+        return text
+    where = link.rsplit("/", 1)[0] + "/..."
+    try:
+        with urllib.request.urlopen(link, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310 - http(s) only
+            body = response.read(MAX_FETCHED_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise PayloadError(f"the payload link {where} answered {exc.code}: links are single-use and expire") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise PayloadError(f"cannot fetch the payload from {where}: {exc}") from exc
+    if len(body) > MAX_FETCHED_BYTES:
+        raise PayloadError(f"the payload at {where} is larger than {MAX_FETCHED_BYTES} bytes")
+    return body.decode("utf-8", "replace")
 
 
 def decode_payload_object(data: str | bytes) -> dict:
