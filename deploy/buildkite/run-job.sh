@@ -6,6 +6,9 @@
 # SUBMISSION_PAYLOAD either inline (base64 of zlib JSON) or, when too large for an environment variable (Linux caps
 # one at 128 KiB), as a short-lived single-use https URL: it is fetched here, on the host, because the runner
 # container has no network. The container sees exactly this agent's GPU and leaves result.json for the artifact.
+# With a runner identity in the agent's environment (KB_NATS_URL and KB_RUNNER_NAME, from the optional
+# /etc/buildkite-agent/runner.env of its unit), a second container that runs no submitted code then reports the
+# result to NATS at once; the artifact stays, and a result arriving both ways is recorded once.
 set -euo pipefail
 
 IMAGE="${KERNELBOT_IMAGE:-kernelbot-runner:latest}"
@@ -29,5 +32,11 @@ docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN \
   "$IMAGE" --payload-file /work/payload.txt --result /work/result.json || status=$?
 if [ -f "$WORK/result.json" ]; then
   cp "$WORK/result.json" ./result.json
+  if [ -n "${KB_NATS_URL:-}" ] && [ -n "${KB_RUNNER_NAME:-}" ] && [ -n "${KERNELBOT_RUN_ID:-}" ]; then
+    # --env NAME passes the value from this environment: the NATS password never appears on a command line.
+    docker run --rm --network host --env KB_NATS_URL --env KB_RUNNER_NAME --volume "$WORK:/work:ro" \
+      --entrypoint python "$IMAGE" -m runner.report --run-id "$KERNELBOT_RUN_ID" --result /work/result.json \
+      || echo "could not report as runner $KB_RUNNER_NAME; the dispatcher collects result.json instead" >&2
+  fi
 fi
 exit "$status"

@@ -89,6 +89,8 @@ Slice=${SLICE}
 Environment=${VISIBLE_VAR}=${INDEX}
 Environment=CUDA_VISIBLE_DEVICES=${INDEX}
 Environment=KERNELBOT_GPU_INDEX=${INDEX}
+# Optional runner identity (KB_NATS_URL with the user runner-<name>, KB_RUNNER_NAME=<name>), mode 0600.
+EnvironmentFile=-/etc/buildkite-agent/runner.env
 ExecStart=/usr/bin/buildkite-agent start --config /etc/buildkite-agent/agent-${INDEX}/buildkite-agent.cfg
 # A graceful stop lets a running job finish first (update-image.sh relies on it).
 KillSignal=SIGTERM

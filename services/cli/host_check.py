@@ -150,8 +150,24 @@ def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Ch
     return checks
 
 
+def identity_check(root: Path) -> Check:
+    """The optional runner identity the agents' units read (KB_NATS_URL, KB_RUNNER_NAME): private, well named."""
+    path = root / "etc" / "buildkite-agent" / "runner.env"
+    if not path.exists():
+        return Check(True, "host", "identity", "none: results travel back through the build artifact only")
+    values = parse_cfg(_read(path) or "")
+    name, mode = values.get("KB_RUNNER_NAME", ""), path.stat().st_mode & 0o777
+    problems = [problem for problem, bad in (
+        (f"mode {mode:o} (expected 600: it holds a NATS password)", mode & 0o077),
+        ("no KB_NATS_URL", not values.get("KB_NATS_URL")),
+        (f"KB_RUNNER_NAME={name or '(none)'} (letters, digits, '-' or '_')", not re.fullmatch(r"[A-Za-z0-9_-]+", name)),
+    ) if bad]
+    return Check(not problems, "host", "identity", "; ".join(problems) or f"runner {name}: results reported as "
+                                                                         f"runner.{name}.run.completed")
+
+
 def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Check]:
-    checks = []
+    checks = [identity_check(root)]
     status, output = run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
     checks.append(Check(status == 0, "host", "image", f"{image} {output.strip()}" if status == 0 else
                         f"{image} is missing: run scripts/buildkite/update-image.sh"))

@@ -47,11 +47,11 @@ def lines(done: subprocess.CompletedProcess) -> dict[tuple[str, str], str]:
 def test_an_isolated_host_passes_every_check_one_line_each(host):
     done = check(host)
     assert done.returncode == 0, done.stdout + done.stderr
-    expected = {("host", "image")} | {(f"gpu{i}", name) for i in (0, 1)
+    expected = {("host", "image"), ("host", "identity")} | {(f"gpu{i}", name) for i in (0, 1)
                                       for name in ("queue", "unit", "running", "memory.max", "cpu.max", "gpu")}
     assert set(lines(done)) == expected
     assert set(lines(done).values()) == {"OK"}
-    assert "13 of 13 checks passed" in done.stdout
+    assert "14 of 14 checks passed" in done.stdout
     gpu_runs = [argv for argv in host.argvs("docker") if argv[0] == "run"]
     assert [argv[argv.index("--gpus") + 1] for argv in gpu_runs] == ["device=0", "device=1"]
 
@@ -94,3 +94,16 @@ def test_limits_are_compared_as_the_kernel_shows_them():
     assert cpu_max("1600%") == "1600000 100000"
     assert slice_cgroup(Path("/"), "buildkite-gpu3.slice") == Path(
         "/sys/fs/cgroup/buildkite.slice/buildkite-gpu3.slice")
+
+
+def test_a_runner_identity_file_must_be_private_and_well_named(host):
+    env_file = host.root / "etc" / "buildkite-agent" / "runner.env"
+    env_file.write_text("KB_NATS_URL=nats://runner-nebius:secret@nats.example:4222\nKB_RUNNER_NAME=nebius\n")
+    env_file.chmod(0o600)
+    done = check(host)
+    assert done.returncode == 0, done.stdout
+    assert "runner.nebius.run.completed" in done.stdout
+    env_file.chmod(0o644)
+    done = check(host)
+    assert done.returncode == 1 and lines(done)["host", "identity"] == "FAIL"
+    assert "expected 600" in done.stdout and "secret" not in done.stdout

@@ -16,6 +16,7 @@ import yaml
 
 from runner.payload import encode_payload
 from schemas.contracts import RunPayload
+from schemas.streams import RUNNER_REPORTS
 from tests.support.fakes.host import REPO, FakeHost
 
 PIPELINE = REPO / "deploy" / "buildkite" / "pipeline.yml"
@@ -101,3 +102,27 @@ def test_a_job_on_an_agent_without_its_gpu_variable_fails_saying_why(agent):
     assert done.returncode != 0
     assert "no CUDA_VISIBLE_DEVICES" in done.stderr
     assert host.argvs("docker") == []
+
+
+def test_an_agent_with_a_runner_identity_reports_the_result_itself_from_a_second_container(agent, nats_url):
+    """The run container has no network; a second one, running no submitted code, publishes the result under the
+    runner's own subject (runner.<name>.run.completed) with the run id the build carries."""
+    from tests.runner.test_runner_container import declare, events_of
+
+    host, checkout = agent
+    declare(nats_url)
+    env = host.env(CUDA_VISIBLE_DEVICES="2", SUBMISSION_PAYLOAD=encode_payload(tiny_payload()),
+                   KERNELBOT_RUN_ID="pipeline-1", KB_NATS_URL=nats_url, KB_RUNNER_NAME="nebius")
+    done = subprocess.run([str(checkout / "deploy/buildkite/run-job.sh")], cwd=checkout, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    runs = [argv for argv in host.argvs("docker") if argv[0] == "run"]
+    assert len(runs) == 2
+    job, report = runs
+    assert job[job.index("--network") + 1] == "none" and "KB_NATS_URL" not in " ".join(job)
+    assert report[report.index("--entrypoint") + 1] == "python" and "runner.report" in report
+    assert nats_url not in " ".join(report)  # the credentials travel in the environment, not on a command line
+    reports = [(subject, body) for subject, _, body in events_of(nats_url, RUNNER_REPORTS.name)]
+    assert [subject for subject, _ in reports] == ["runner.nebius.run.completed"]
+    assert reports[0][1]["run_id"] == "pipeline-1"
+    assert reports[0][1]["result"]["runs"]["test"]["run"]["passed"] is True

@@ -60,7 +60,7 @@ class BuildkiteBackend:
         queue = self._least_busy_queue()
         body = {
             "commit": "HEAD", "branch": self.config.branch, "message": f"kernelbot {launch_key}",
-            "env": {"GPU_QUEUE": queue, "SUBMISSION_PAYLOAD": await carried(
+            "env": {"GPU_QUEUE": queue, "KERNELBOT_RUN_ID": payload.run_id, "SUBMISSION_PAYLOAD": await carried(
                 payload, launch_key, limit=BUILDKITE_INLINE_MAX, links=self.links,
                 carrier="a Buildkite environment variable")},
             "meta_data": {META_KEY: launch_key},

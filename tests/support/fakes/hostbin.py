@@ -85,7 +85,7 @@ def _docker_run(argv: list[str]) -> int:
     while index < len(argv):
         arg = argv[index]
         if arg in ("--volume", "-v"):
-            host, _, inside = argv[index + 1].partition(":")
+            host, inside = argv[index + 1].split(":")[:2]  # host:inside[:ro]
             volumes[inside] = host
             index += 2
         elif arg == "--entrypoint":
@@ -120,7 +120,8 @@ def _docker_run(argv: list[str]) -> int:
 
     mapped = [host_path(arg) for arg in command]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")} | passed_env
-    return subprocess.call([sys.executable, "-m", "runner.container", *mapped], env=env, cwd=volumes.get("/work"))
+    program = [sys.executable] if entrypoint == "python" else [sys.executable, "-m", "runner.container"]
+    return subprocess.call([*program, *mapped], env=env, cwd=volumes.get("/work"))
 
 
 def docker(argv: list[str]) -> int:
