@@ -190,7 +190,8 @@ def run_command(argv: list[str]) -> tuple[int, str]:
 
 
 def host_check(
-    root: Annotated[Path, typer.Option(help="Read the host's files below this directory (tests, a mounted image)")]
+    root: Annotated[Path, typer.Option(envvar="KERNELBOT_ROOT",
+                                       help="Read the host's files below this directory (tests, a mounted image)")]
     = Path("/"),
     image: Annotated[str, typer.Option(help="The runner image the agents run")] = RUNNER_IMAGE,
 ) -> None:

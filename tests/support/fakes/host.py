@@ -14,7 +14,7 @@ from pathlib import Path
 from tests.support.fakes import hostbin
 
 REPO = Path(__file__).resolve().parents[3]
-TOOLS = ("systemctl", "docker")
+TOOLS = ("systemctl", "journalctl", "docker")
 
 
 class FakeHost:
@@ -30,6 +30,9 @@ class FakeHost:
             shim = self.bin / tool
             shim.write_text(f"#!/bin/sh\nexec {sys.executable} {hostbin.__file__} {tool} \"$@\"\n")
             shim.chmod(0o755)
+        sudo = self.bin / "sudo"  # the tests run as the user the commands are for
+        sudo.write_text('#!/bin/sh\nexec "$@"\n')
+        sudo.chmod(0o755)
 
     def env(self, **extra: str) -> dict[str, str]:
         return {

@@ -1,4 +1,4 @@
-"""Stand-ins for a vendor host's `systemctl`, `docker` and `nvidia-smi`, put first on PATH by tests.
+"""Stand-ins for a vendor host's `systemctl`, `journalctl` and `docker`, put first on PATH by tests.
 
 Each call is appended to `$KB_SHIM_LOG` as one JSON line `{"tool": ..., "argv": [...], "env": {...}}`, and answered
 from a small state directory `$KB_SHIM_STATE`:
@@ -156,10 +156,15 @@ def docker(argv: list[str]) -> int:
     return 0  # image prune
 
 
+def journalctl(argv: list[str]) -> int:
+    print("-- No entries --")
+    return 0
+
+
 def main() -> int:
     tool, argv = sys.argv[1], sys.argv[2:]
     _record(tool, argv)
-    return {"systemctl": systemctl, "docker": docker}[tool](argv)
+    return {"systemctl": systemctl, "docker": docker, "journalctl": journalctl}[tool](argv)
 
 
 if __name__ == "__main__":
