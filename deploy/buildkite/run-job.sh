@@ -27,8 +27,10 @@ trap 'rm -rf "$WORK"' EXIT
 unset PAYLOAD
 
 status=0
+# dockerd, not this agent, creates the container: --cgroup-parent puts it in the agent's slice, so the slice's memory
+# and CPU limits bound the run (without it the container would sit under docker's own cgroup, unlimited).
 docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN \
-  --label "kernelbot.gpu-index=$GPU" --volume "$WORK:/work" \
+  --cgroup-parent "buildkite-gpu$GPU.slice" --label "kernelbot.gpu-index=$GPU" --volume "$WORK:/work" \
   "$IMAGE" --payload-file /work/payload.txt --result /work/result.json || status=$?
 if [ -f "$WORK/result.json" ]; then
   cp "$WORK/result.json" ./result.json

@@ -122,6 +122,8 @@ CFG
 chmod 0600 "$CFG"
 if [ -n "$OWNER" ]; then
   chown "$OWNER" "$CFG" "$AGENT_DIR" "$ROOT$STATE"
+  # The job script starts the runner container; it is the only command these agents run (no-command-eval).
+  getent group docker > /dev/null && usermod -aG docker "$OWNER"
 fi
 
 systemctl daemon-reload

@@ -89,6 +89,7 @@ def test_the_step_runs_the_image_on_the_agent_s_own_gpu_without_network_and_leav
     assert run[run.index("--gpus") + 1] == "device=3"
     assert run[run.index("--network") + 1] == "none"
     assert "kernelbot.gpu-index=3" in run  # how update-image.sh --auto sees a busy agent
+    assert run[run.index("--cgroup-parent") + 1] == "buildkite-gpu3.slice"  # the slice's limits bound the run
     assert "SUBMISSION_PAYLOAD" not in " ".join(run)  # the payload travels in a private file, not the command
     result = (checkout / "result.json").read_text()
     assert '"passed": true' in result

@@ -8,6 +8,7 @@ environment variable fails to start as it would on a real agent, and a payload l
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -39,6 +40,10 @@ class FakeBuildkite(FakeServer):
         self.route("GET", f"{base}/builds/(?P<number>\\d+)/jobs/(?P<job>[^/]+)/artifacts/(?P<artifact>\\d+)/download",
                    self._download)
         self.route("GET", "/blobs/(?P<artifact>\\d+)/result.json", self._blob)
+
+    def stop(self) -> None:
+        super().stop()
+        shutil.rmtree(self.host.root.parent, ignore_errors=True)
 
     def _agent_step(self, job: FakeJob, payload_text: str) -> bytes | None:
         with self.lock:  # _create records the queue under this lock, before the job can get here

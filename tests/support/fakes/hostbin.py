@@ -96,7 +96,7 @@ def _docker_run(argv: list[str]) -> int:
             if has_value or name in os.environ:
                 passed_env[name] = value if has_value else os.environ[name]
             index += 2
-        elif arg in ("--gpus", "--network", "--cap-add", "--label", "--name"):
+        elif arg in ("--gpus", "--network", "--cap-add", "--label", "--name", "--cgroup-parent"):
             index += 2
         elif arg.startswith("-"):
             index += 1
