@@ -1,7 +1,9 @@
 """The runner image's entry point: `python -m runner.container [--payload-file FILE] [--result result.json]`.
 
 Reads the payload (base64 of zlib-compressed JSON, or plain JSON) from `--payload-file` (deleted once read) or from
-`SUBMISSION_PAYLOAD`, runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
+`SUBMISSION_PAYLOAD`; either may instead hold a single-use https link to it, fetched once (a payload too large for its
+backend's field: services/dispatcher/backends/carry.py). The onboarding guide's minimal smoke payload gets defaults
+(runner/smoke.py). Runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
 (`KB_NATS_URL`) and the payload names its run (`run_id`, `submission_id`, `leaderboard`; `backend` optional),
 publishes `RunCompleted` itself. The event id is the one the dispatcher's backend would use when it collects
 result.json instead (`RunCompleted:<run_id>`), so a result reported both ways is recorded once.
