@@ -12,6 +12,11 @@
 set -euo pipefail
 
 IMAGE="${KERNELBOT_IMAGE:-kernelbot-runner:latest}"
+if [ -n "${HIP_VISIBLE_DEVICES:-}" ]; then
+  # An AMD GPU reaches a container through its /dev/dri render node, not --gpus; not written yet.
+  echo "this job script starts NVIDIA containers only; AMD agents (HIP_VISIBLE_DEVICES) are not supported yet" >&2
+  exit 2
+fi
 GPU="${CUDA_VISIBLE_DEVICES:?this agent has no CUDA_VISIBLE_DEVICES: set it up with scripts/buildkite/setup-agent.sh}"
 [[ "$GPU" =~ ^[0-9]+$ ]] || { echo "CUDA_VISIBLE_DEVICES must name one GPU index, got '$GPU'" >&2; exit 2; }
 PAYLOAD="${SUBMISSION_PAYLOAD:?no SUBMISSION_PAYLOAD in the build environment}"

@@ -43,6 +43,11 @@ VENDOR="${QUEUE%%-*}"
 VISIBLE_VAR=CUDA_VISIBLE_DEVICES
 [ "$VENDOR" = amd ] && VISIBLE_VAR=HIP_VISIBLE_DEVICES
 
+if [ -z "$ROOT" ] && [ "$VISIBLE_VAR" = CUDA_VISIBLE_DEVICES ] && command -v nvidia-smi > /dev/null; then
+  GPUS="$(nvidia-smi --list-gpus | grep -c '^GPU ' || true)"
+  [ "$INDEX" -lt "$GPUS" ] || fail "this node has $GPUS NVIDIA GPU(s) (nvidia-smi --list-gpus): index $INDEX is not one of them"
+fi
+
 TOKEN_FILE="$ROOT/etc/buildkite-agent/token"
 [ -r "$TOKEN_FILE" ] || fail "no agent token: put the line BUILDKITE_AGENT_TOKEN=<agent token> in /etc/buildkite-agent/token (mode 0600) first"
 # Read, never sourced: the file is data, not a script.
