@@ -37,6 +37,9 @@ status=0
 docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN \
   --cgroup-parent "buildkite-gpu$GPU.slice" --label "kernelbot.gpu-index=$GPU" --volume "$WORK:/work" \
   "$IMAGE" --payload-file /work/payload.txt --result /work/result.json || status=$?
+# The runner wrote as the container's root: hand the directory back to this agent's user to read and remove.
+docker run --rm --network none --volume "$WORK:/work" --entrypoint chown "$IMAGE" -R "$(id -u):$(id -g)" /work \
+  || echo "could not hand $WORK back to $(id -un)" >&2
 if [ -f "$WORK/result.json" ]; then
   cp "$WORK/result.json" ./result.json
   if [ -n "${KB_NATS_URL:-}" ] && [ -n "${KB_RUNNER_NAME:-}" ] && [ -n "${KERNELBOT_RUN_ID:-}" ]; then

@@ -6,6 +6,7 @@ Buildkite interpolates `$VAR`, `${VAR}` and `${VAR:-default}` when the pipeline 
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -85,8 +86,11 @@ def test_the_step_runs_the_image_on_the_agent_s_own_gpu_without_network_and_leav
     host, checkout = agent
     done = run_step(agent, "3", encode_payload(tiny_payload()))
     assert done.returncode == 0, done.stderr
-    [run] = [argv for argv in host.argvs("docker") if argv[0] == "run"]
+    run, handback = [argv for argv in host.argvs("docker") if argv[0] == "run"]
     assert run[run.index("--gpus") + 1] == "device=3"
+    # the runner writes as the container's root; the agent's user gets its directory back to copy and remove it
+    assert handback[handback.index("--entrypoint") + 1] == "chown"
+    assert f"{os.getuid()}:{os.getgid()}" in handback
     assert run[run.index("--network") + 1] == "none"
     assert "kernelbot.gpu-index=3" in run  # how update-image.sh --auto sees a busy agent
     assert run[run.index("--cgroup-parent") + 1] == "buildkite-gpu3.slice"  # the slice's limits bound the run
@@ -118,8 +122,8 @@ def test_an_agent_with_a_runner_identity_reports_the_result_itself_from_a_second
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     runs = [argv for argv in host.argvs("docker") if argv[0] == "run"]
-    assert len(runs) == 2
-    job, report = runs
+    assert len(runs) == 3
+    job, _, report = runs
     assert job[job.index("--network") + 1] == "none" and "KB_NATS_URL" not in " ".join(job)
     assert report[report.index("--entrypoint") + 1] == "python" and "runner.report" in report
     assert nats_url not in " ".join(report)  # the credentials travel in the environment, not on a command line

@@ -120,6 +120,8 @@ def _docker_run(argv: list[str]) -> int:
 
     mapped = [host_path(arg) for arg in command]
     env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "PYTHONPATH")} | passed_env
+    if entrypoint not in (None, "python"):
+        return subprocess.call([entrypoint, *mapped], env=env)  # a tool of the image (chown)
     program = [sys.executable] if entrypoint == "python" else [sys.executable, "-m", "runner.container"]
     return subprocess.call([*program, *mapped], env=env, cwd=volumes.get("/work"))
 
