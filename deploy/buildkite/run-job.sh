@@ -11,7 +11,8 @@
 # result to NATS at once; the artifact stays, and a result arriving both ways is recorded once.
 set -euo pipefail
 
-IMAGE="${KERNELBOT_IMAGE:-kernelbot-runner:latest}"
+# Fixed, not read from the environment: a build's env must not choose what runs with a GPU on a vendor's host.
+IMAGE="kernelbot-runner:latest"
 if [ -n "${HIP_VISIBLE_DEVICES:-}" ]; then
   # An AMD GPU reaches a container through its /dev/dri render node, not --gpus; not written yet.
   echo "this job script starts NVIDIA containers only; AMD agents (HIP_VISIBLE_DEVICES) are not supported yet" >&2
