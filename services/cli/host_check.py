@@ -168,6 +168,13 @@ def identity_check(root: Path) -> Check:
 
 def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Check]:
     checks = [identity_check(root)]
+    # Jobs join their agent's slice by `docker run --cgroup-parent buildkite-gpuN.slice`, a slice name only the
+    # systemd driver understands (with cgroupfs it would be a path outside the slice, unlimited).
+    status, output = run(["docker", "info", "--format", "{{.CgroupDriver}}"])
+    driver = output.strip()
+    checks.append(Check(status == 0 and driver == "systemd", "host", "cgroups",
+                        f"docker's cgroup driver is {driver or 'unknown'}" +
+                        ("" if driver == "systemd" else " (expected systemd: jobs would escape their slice's limits)")))
     status, output = run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
     checks.append(Check(status == 0, "host", "image", f"{image} {output.strip()}" if status == 0 else
                         f"{image} is missing: run scripts/buildkite/update-image.sh"))

@@ -47,11 +47,11 @@ def lines(done: subprocess.CompletedProcess) -> dict[tuple[str, str], str]:
 def test_an_isolated_host_passes_every_check_one_line_each(host):
     done = check(host)
     assert done.returncode == 0, done.stdout + done.stderr
-    expected = {("host", "image"), ("host", "identity")} | {(f"gpu{i}", name) for i in (0, 1)
+    expected = {("host", "image"), ("host", "identity"), ("host", "cgroups")} | {(f"gpu{i}", name) for i in (0, 1)
                                       for name in ("queue", "unit", "running", "memory.max", "cpu.max", "gpu")}
     assert set(lines(done)) == expected
     assert set(lines(done).values()) == {"OK"}
-    assert "14 of 14 checks passed" in done.stdout
+    assert "15 of 15 checks passed" in done.stdout
     gpu_runs = [argv for argv in host.argvs("docker") if argv[0] == "run"]
     assert [argv[argv.index("--gpus") + 1] for argv in gpu_runs] == ["device=0", "device=1"]
 
@@ -67,6 +67,13 @@ def test_limits_not_in_force_and_a_container_seeing_every_gpu_fail_by_name(host)
     assert verdicts["gpu0", "gpu"] == verdicts["gpu1", "gpu"] == "FAIL"
     assert "expected 34359738368 from MemoryMax=32G" in done.stdout
     assert "sees 8 GPU(s)" in done.stdout
+
+
+def test_a_docker_whose_cgroup_driver_cannot_place_jobs_in_slices_fails(host):
+    (host.state / "cgroup-driver").write_text("cgroupfs")
+    done = check(host)
+    assert done.returncode == 1
+    assert lines(done)["host", "cgroups"] == "FAIL" and "jobs would escape" in done.stdout
 
 
 def test_a_stopped_agent_a_missing_image_and_a_wrong_queue_tag_fail(host):

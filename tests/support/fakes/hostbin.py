@@ -8,6 +8,7 @@ from a small state directory `$KB_SHIM_STATE`:
     images/<image>             images present locally (their id)
     running/<gpu index>        a runner container running on that GPU (what `docker ps --filter label=...` finds)
     gpus                       the GPU lines `nvidia-smi -L` prints inside a container given one device
+    cgroup-driver              what `docker info` reports as its cgroup driver (default systemd)
 
 Unit files are read from `$KB_SHIM_ROOT/etc/systemd/system`. `docker run` of the runner image really runs the
 runner entry point (`python -m runner.container`) with the mounted /work directory mapped to the host one.
@@ -155,6 +156,10 @@ def docker(argv: list[str]) -> int:
         return 0
     if verb == "run":
         return _docker_run(argv[1:])
+    if verb == "info":
+        driver = STATE / "cgroup-driver"
+        print(driver.read_text().strip() if driver.exists() else "systemd")
+        return 0
     return 0  # image prune
 
 
