@@ -1,7 +1,9 @@
 """The runner image's entry point: `python -m runner.container [--payload-file FILE] [--result result.json]`.
 
 Reads the payload (base64 of zlib-compressed JSON, or plain JSON) from `--payload-file` (deleted once read) or from
-`SUBMISSION_PAYLOAD`, runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
+`SUBMISSION_PAYLOAD`; either may instead hold a single-use https link to it, fetched once (a payload too large for its
+backend's field: services/dispatcher/backends/carry.py). The onboarding guide's minimal smoke payload gets defaults
+(runner/smoke.py). Runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
 (`KB_NATS_URL`) and the payload names its run (`run_id`, `submission_id`, `leaderboard`; `backend` optional),
 publishes `RunCompleted` itself. The event id is the one the dispatcher's backend would use when it collects
 result.json instead (`RunCompleted:<run_id>`), so a result reported both ways is recorded once.
@@ -28,8 +30,9 @@ from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_rep
 
 from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
 from .execute import execute
-from .payload import PayloadError, decode_payload_object, payload_from_object
+from .payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
 from .sandbox import SandboxPolicy
+from .smoke import is_smoke_payload, judged, summary
 
 NATS_URL_ENV = "KB_NATS_URL"
 RUNNER_NAME_ENV = "KB_RUNNER_NAME"
@@ -80,12 +83,15 @@ def main(argv: list[str] | None = None) -> int:
     runner_name = os.environ.pop(RUNNER_NAME_ENV, "")
     raw: dict = {}
     try:
-        raw = decode_payload_object(read_payload_text(args.payload_file))
+        raw = decode_payload_object(fetch_if_reference(read_payload_text(args.payload_file)))
         payload = payload_from_object(raw)
     except (PayloadError, OSError) as exc:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
         result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy())
+        if is_smoke_payload(raw):  # the onboarding guide's smoke test: say plainly what happened
+            result = judged(result)
+            print(summary(result))
     try:
         write_result_atomically(result, args.result)
     except OSError as exc:

@@ -9,11 +9,15 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import urllib.error
+import urllib.request
 import zlib
 
 from pydantic import ValidationError
 
 from schemas.contracts import SUBMISSION_MARKER, CuConfig, Mode, PyConfig, RunPayload, Task
+
+from .smoke import with_smoke_defaults
 
 
 class PayloadError(ValueError):
@@ -73,6 +77,31 @@ def encode_payload(payload: RunPayload) -> str:
     return base64.b64encode(zlib.compress(raw)).decode("ascii")
 
 
+REFERENCE_SCHEMES = ("https://", "http://")
+FETCH_TIMEOUT_S = 120
+MAX_FETCHED_BYTES = 32 * 1024 * 1024
+
+
+def fetch_if_reference(text: str) -> str:
+    """A payload passed by reference (a single-use link on the gateway, for payloads too large for the backend's
+    field: services/dispatcher/backends/carry.py) fetched; any other text unchanged. The link is a credential,
+    so an error names only where it points, never the token."""
+    link = text.strip()
+    if not link.startswith(REFERENCE_SCHEMES):
+        return text
+    where = link.rsplit("/", 1)[0] + "/..."
+    try:
+        with urllib.request.urlopen(link, timeout=FETCH_TIMEOUT_S) as response:  # noqa: S310 - http(s) only
+            body = response.read(MAX_FETCHED_BYTES + 1)
+    except urllib.error.HTTPError as exc:
+        raise PayloadError(f"the payload link {where} answered {exc.code}: links are single-use and expire") from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise PayloadError(f"cannot fetch the payload from {where}: {exc}") from exc
+    if len(body) > MAX_FETCHED_BYTES:
+        raise PayloadError(f"the payload at {where} is larger than {MAX_FETCHED_BYTES} bytes")
+    return body.decode("utf-8", "replace")
+
+
 def decode_payload_object(data: str | bytes) -> dict:
     """The raw JSON object of a payload given either as plain JSON or as its base64(zlib(json)) encoding; it may
     carry keys beyond the contract (a run's identity for the runner container)."""
@@ -98,6 +127,6 @@ def decode_payload(data: str | bytes) -> RunPayload:
 
 def payload_from_object(obj: dict) -> RunPayload:
     try:
-        return RunPayload.model_validate(obj)
+        return RunPayload.model_validate(with_smoke_defaults(obj))
     except ValidationError as exc:
         raise PayloadError(f"payload does not match the RunPayload contract: {exc}") from exc

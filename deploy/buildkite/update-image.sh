@@ -1,27 +1,63 @@
 #!/usr/bin/env bash
-# Keep the runner image current on a vendor node without cutting a run short.
+# Keep the runner image current on a vendor node without cutting a run short (docs/vendors.md).
 #
-#   sudo ./update-image.sh [--image ghcr.io/gpu-mode/kernelbot-runner:latest]
+#   sudo ./scripts/buildkite/update-image.sh            pull, then restart every GPU's agent in turn
+#   sudo ./scripts/buildkite/update-image.sh --auto     from cron: pull; restart only agents that are idle and still
+#                                                       run with an older image than the one just pulled
+#   options: --image ghcr.io/gpu-mode/kernelbot-runner:latest, --root DIR (state under DIR instead of /)
 #
-# Pulls the new image and tags it kernelbot-runner:latest (what pipeline.yml runs), then restarts each GPU's agent
-# in turn; systemd's SIGTERM makes an agent finish its current job first (TimeoutStopSec in the unit), so at most
-# one GPU of the node is out of service at a time.
+# Each job runs `kernelbot-runner:latest` (deploy/buildkite/run-job.sh), so the next job takes the new image at
+# once; an agent restart also picks up a changed agent configuration. Without --auto a restart is graceful:
+# systemd's SIGTERM makes the agent finish its current job first (TimeoutStopSec in the unit). With --auto a busy
+# agent (a runner container labelled with its GPU is running) is left alone and restarted by a later run, because
+# the image each agent was last started with is recorded in /var/lib/buildkite-agent/gpuN/image-id.
 set -euo pipefail
 
 IMAGE="ghcr.io/gpu-mode/kernelbot-runner:latest"
+LOCAL_TAG="kernelbot-runner:latest"
+AUTO=0
+ROOT="${KERNELBOT_ROOT:-}"
 while [ $# -gt 0 ]; do
   case "$1" in
     --image) IMAGE="$2"; shift 2 ;;
-    *) echo "unknown option $1" >&2; exit 2 ;;
+    --auto) AUTO=1; shift ;;
+    --root) ROOT="$2"; shift 2 ;;
+    *) echo "update-image.sh: unknown option $1 (known: --auto, --image IMAGE, --root DIR)" >&2; exit 2 ;;
   esac
 done
+ROOT="${ROOT%/}"
 
-docker pull "$IMAGE"
-docker tag "$IMAGE" kernelbot-runner:latest
+image_id() { docker image inspect --format '{{.Id}}' "$1" 2> /dev/null || true; }
 
-for unit in $(systemctl list-units --plain --no-legend 'buildkite-agent-gpu@*.service' | awk '{print $1}'); do
-  echo "restarting $unit once its current job is done"
+docker pull --quiet "$IMAGE" > /dev/null
+NEW="$(image_id "$IMAGE")"
+[ -n "$NEW" ] || { echo "update-image.sh: $IMAGE was pulled but cannot be inspected" >&2; exit 1; }
+if [ "$(image_id "$LOCAL_TAG")" != "$NEW" ]; then
+  docker tag "$IMAGE" "$LOCAL_TAG"
+  echo "runner image is now $NEW"
+else
+  echo "runner image unchanged ($NEW)"
+fi
+
+restarted=0 waiting=0
+for unit in $(systemctl list-units --all --plain --no-legend 'buildkite-agent-gpu*.service' | awk '{print $1}'); do
+  index="${unit#buildkite-agent-gpu}"; index="${index%.service}"
+  record="$ROOT/var/lib/buildkite-agent/gpu$index/image-id"
+  if [ "$AUTO" = 1 ]; then
+    if [ "$(cat "$record" 2> /dev/null || true)" = "$NEW" ]; then
+      continue  # already started with this image
+    fi
+    if [ -n "$(docker ps --quiet --filter "label=kernelbot.gpu-index=$index")" ]; then
+      echo "$unit is running a job: left for a later run"
+      waiting=$(( waiting + 1 ))
+      continue
+    fi
+  fi
+  echo "restarting $unit (a running job finishes first)"
   systemctl restart "$unit"
+  mkdir -p "$(dirname "$record")"
+  printf '%s\n' "$NEW" > "$record"
+  restarted=$(( restarted + 1 ))
 done
-docker image prune -f --filter "dangling=true" > /dev/null
-echo "runner image updated: $(docker image inspect --format '{{.Id}}' kernelbot-runner:latest)"
+docker image prune --force --filter "dangling=true" > /dev/null
+echo "agents restarted: $restarted, busy and left for later: $waiting"

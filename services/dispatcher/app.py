@@ -7,6 +7,7 @@ import socket
 from faststream import FastStream
 
 from services.dispatcher import repository
+from services.dispatcher.backends.carry import PayloadLinks
 from services.dispatcher.backends.registry import build_lanes
 from services.dispatcher.catalogue import build_catalogue
 from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, RUNNERS_BY_GPU_KEY, kit, router
@@ -35,8 +36,10 @@ def create_app(settings: DispatcherSettings | None = None) -> FastStream:
              for gpu, e in catalogue.gpus.items()],
             owner,
         )
+        links = PayloadLinks(started_kit.pool, settings.payload_url, settings.payload_link_ttl_s) \
+            if settings.payload_url else None
         state["scheduler"] = Scheduler(
-            started_kit, build_lanes(catalogue, settings), owner=owner, max_attempts=settings.max_attempts,
+            started_kit, build_lanes(catalogue, settings, links), owner=owner, max_attempts=settings.max_attempts,
             database_url=settings.database_url, retry_backoff_s=settings.retry_backoff_s, lease_s=settings.lease_s,
         )
         await state["scheduler"].start()

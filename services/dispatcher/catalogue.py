@@ -35,6 +35,9 @@ REMOTE_KINDS = ("modal", "github", "buildkite", "slurm")
 DEFAULT_REMOTE_SLOTS = 8
 NULL_SLOTS = 64  # the null backend has no GPU to protect
 RUNNER_NAME = re.compile(r"[A-Za-z0-9_-]+")
+# A Buildkite queue is one agent, i.e. one GPU: `{vendor}-{gpu}-{index}` (deploy/buildkite/setup-agent.sh checks the
+# same rule on the host, so a catalogue typo cannot send runs to a queue no agent serves).
+BUILDKITE_QUEUE = re.compile(r"[a-z0-9]+-[a-z0-9]+-[0-9]+")
 
 
 class CatalogueError(ValueError):
@@ -67,6 +70,11 @@ class GpuEntry(_Strict):
             raise ValueError(f"a {self.backend} GPU needs a target")
         if self.backend == "buildkite" and not self.queues:
             raise ValueError("a buildkite GPU needs at least one queue")
+        if self.backend == "buildkite":
+            for queue in self.queues:
+                if not BUILDKITE_QUEUE.fullmatch(queue):
+                    raise ValueError(f"buildkite queue {queue!r} must be {{vendor}}-{{gpu}}-{{index}} in lower-case "
+                                     f"letters and digits, e.g. nvidia-h100-0")
         return self
 
     def concurrent_runs(self) -> int:

@@ -13,7 +13,7 @@ from services.gateway import errors, openapi
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
 from services.gateway.routes import auth, pages
-from services.gateway.routes import admin_problems
+from services.gateway.routes import admin_problems, runner_payloads
 from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
@@ -56,7 +56,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     errors.install(app)
     # Fixed routes first: the streaming submit's three free segments come last (http-api.md §1.5).
     app.include_router(admin_problems.router)  # fixed /admin paths, before the streaming catch-all
-    for module in (health, leaderboards, submissions, user, admin, auth, pages, stream):
+    for module in (health, leaderboards, submissions, user, admin, auth, pages, runner_payloads, stream):
         app.include_router(module.router)
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.

@@ -97,6 +97,11 @@ class DispatcherSettings(ServiceSettings):
     slurm_token: SecretStr | None = None
     # "module:attr" naming a stand-in for modal's Function.from_name / FunctionCall.from_id (tests only).
     modal_client: str = ""
+    # The gateway's URL as runners reach it: payloads too large for a GitHub input or a Buildkite variable are
+    # handed over as a single-use link below it (services/dispatcher/backends/carry.py). Empty: inline only.
+    payload_url: str = ""
+    # How long such a link lives: longer than a job may wait in its backend's queue.
+    payload_link_ttl_s: float = 7200.0
 
 
 class DiscordSettings(HfExportSettings):

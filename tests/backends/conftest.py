@@ -64,7 +64,8 @@ class BackendPlatform(Platform):
         self.extra_env = extra_env
 
     def env(self) -> dict[str, str]:
-        return super().env() | self.extra_env
+        # Runners fetch payloads too large for their backend's field from this gateway, by single-use link.
+        return super().env() | self.extra_env | {"KB_PAYLOAD_URL": self.url}
 
 
 @dataclass

@@ -51,6 +51,9 @@ def test_no_catalogue_keeps_the_local_and_null_settings_working():
 @pytest.mark.parametrize(("gpus", "backends", "message"), [
     ({"T4": {"backend": "modal"}}, BACKENDS, "a modal GPU needs a target"),
     ({"B": {"backend": "buildkite"}}, BACKENDS, "needs at least one queue"),
+    ({"B": {"backend": "buildkite", "queues": ["nvidia-h100-0", "H100-1"]}}, BACKENDS,
+     "buildkite queue 'H100-1' must be {vendor}-{gpu}-{index}"),
+    ({"B": {"backend": "buildkite", "queues": ["nvidia-h100"]}}, BACKENDS, "must be {vendor}-{gpu}-{index}"),
     ({"T4": {"backend": "modal", "target": "run_t4"}}, {}, "has no section under `backends`"),
     ({"T4": {"backend": "azure", "target": "x"}}, BACKENDS, "gpus.T4.backend"),
     ({"T4": {"backend": "modal", "target": "a"}, "t4": {"backend": "modal", "target": "b"}}, BACKENDS,

@@ -8,6 +8,8 @@ test then waits for its own. The dispatcher restart and the replica takeover com
 
 from __future__ import annotations
 
+import random
+import string
 import subprocess
 import sys
 import time
@@ -24,14 +26,28 @@ from tests.support.events import archived, query
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 BACKENDS = sorted(PREFIXES)
 SCENARIOS = {"run": "test", "canned": "leaderboard", "hang": "test", "lost": "test", "noresult": "test",
-             "refused": "test", "ambiguous": "test"}
+             "refused": "test", "ambiguous": "test", "largest": "test"}
+MAX_SUBMISSION_BYTES = 1_000_000  # the gateway's limit (services/dispatcher/policy.py)
+# Incompressible padding: compressed and base64-encoded it stays about 1 MB, more than any inline carrier holds.
+_NOISE = random.Random(15)
+LARGEST = CODE + "".join(
+    "# " + "".join(_NOISE.choices(string.ascii_letters + string.digits, k=97)) + "\n"
+    for _ in range((MAX_SUBMISSION_BYTES - len(CODE)) // 100))
+LARGEST += "#" * (MAX_SUBMISSION_BYTES - len(LARGEST.encode()))
+BY_REFERENCE = {"github", "buildkite"}  # backends whose field cannot hold it; Modal and Slurm carry it whole
+
+
+def scenario_gpu(backend: str, behaviour: str) -> str:
+    return gpu(backend, "run" if behaviour == "largest" else behaviour)
 
 
 @pytest.fixture(scope="module")
 def submitted(world) -> dict[tuple[str, str], int]:
     def submit(scenario: tuple[str, str]) -> int:
         backend, behaviour = scenario
-        response = world.platform.submit(world.cli, BOARD, gpu(backend, behaviour), SCENARIOS[behaviour], CODE)
+        code = LARGEST if behaviour == "largest" else CODE
+        response = world.platform.submit(world.cli, BOARD, scenario_gpu(backend, behaviour), SCENARIOS[behaviour],
+                                         code)
         assert response.status_code == 202, response.text
         return response.json()["details"]["id"]
 
@@ -65,6 +81,25 @@ def test_a_job_runs_the_real_runner_and_its_result_comes_back(world, submitted, 
     if backend == "github":
         assert world.fakes["github"].runner_labels[int(dispatched["job_ref"])] == "amdgpu-mi300-x86-64"
         assert world.fakes["github"].workflows.keys() >= {"amd_workflow.yml", "nvidia_workflow.yml"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_largest_accepted_submission_runs_on_every_backend(world, submitted, backend):
+    """1,000,000 bytes of incompressible code: GitHub's dispatch inputs and Buildkite's environment variable cannot
+    hold it, so those two hand the runner a single-use link on the gateway; Modal and Slurm carry it whole."""
+    assert len(LARGEST.encode()) == MAX_SUBMISSION_BYTES
+    submission_id = submitted[backend, "largest"]
+    view = _done(world, submission_id)
+    assert view["job"]["status"] == "succeeded", view
+    assert view["code"] == LARGEST
+    [completed] = archived(world.database_url, "RunCompleted", str(submission_id))
+    assert completed["backend"] == backend
+    assert completed["result"]["runs"]["test"]["run"]["passed"] is True  # the real runner ran all of it
+    [job] = [j for j in world.fakes[backend].jobs.jobs.values() if j.key == f"{completed['run_id']}.1"]
+    assert (job.payload is None) == (backend in BY_REFERENCE)  # by reference exactly where it must be
+    left = query(world.database_url, "SELECT count(*) AS n FROM runner_payloads WHERE launch_key = $1",
+                 f"{completed['run_id']}.1")
+    assert left[0]["n"] == 0  # the link was used up
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

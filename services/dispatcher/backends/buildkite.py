@@ -1,7 +1,8 @@
 """The Buildkite backend: vendor GPUs, one agent per GPU with a queue each (`{vendor}-{gpu}-{index}`).
 
 A run is a build of the runner pipeline (deploy/buildkite/pipeline.yml) with `GPU_QUEUE` (the agent to run on) and
-`SUBMISSION_PAYLOAD` (base64 of zlib JSON) in its env, and the launch key in its meta-data, which is how a launch
+`SUBMISSION_PAYLOAD` (base64 of zlib JSON, or a single-use link to it when too large for an environment variable:
+backends/carry.py) in its env, and the launch key in its meta-data, which is how a launch
 finds a build it created before. The job reference is `<build number>@<queue>`. The result is the build's
 `result.json` artifact. Buildkite's REST API through httpx.
 """
@@ -13,9 +14,9 @@ from collections import defaultdict
 
 import httpx
 
-from runner.payload import encode_payload
 from schemas.contracts import RunPayload
 from services.dispatcher.backends.base import PENDING, BackendUnavailable, JobLost, LaunchError, Outcome
+from services.dispatcher.backends.carry import BUILDKITE_INLINE_MAX, PayloadLinks, carried
 from services.dispatcher.backends.results import RESULT_FILE, parse_result
 from services.dispatcher.catalogue import BuildkiteConfig
 
@@ -29,8 +30,9 @@ class BuildkiteBackend:
     name = "buildkite"
 
     def __init__(self, config: BuildkiteConfig, queues: tuple[str, ...], token: str | None,
-                 poll_interval_s: float) -> None:
+                 poll_interval_s: float, links: PayloadLinks | None = None) -> None:
         self.config = config
+        self.links = links
         self.queues = queues
         self.poll_interval_s = poll_interval_s
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -58,7 +60,9 @@ class BuildkiteBackend:
         queue = self._least_busy_queue()
         body = {
             "commit": "HEAD", "branch": self.config.branch, "message": f"kernelbot {launch_key}",
-            "env": {"GPU_QUEUE": queue, "SUBMISSION_PAYLOAD": encode_payload(payload)},
+            "env": {"GPU_QUEUE": queue, "KERNELBOT_RUN_ID": payload.run_id, "SUBMISSION_PAYLOAD": await carried(
+                payload, launch_key, limit=BUILDKITE_INLINE_MAX, links=self.links,
+                carrier="a Buildkite environment variable")},
             "meta_data": {META_KEY: launch_key},
         }
         response = await self._request("POST", "/builds", json=body)

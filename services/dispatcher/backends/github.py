@@ -1,6 +1,7 @@
 """The GitHub Actions backend, through PyGithub: one `workflow_dispatch` per run on self-hosted GPU runners.
 
-The workflow (deploy/github/) takes the inputs `payload` (base64 of zlib JSON), `run_id` (the launch key) and,
+The workflow (deploy/github/) takes the inputs `payload` (base64 of zlib JSON, or a single-use link to it when the
+inputs could not hold it: backends/carry.py), `run_id` (the launch key) and,
 for a workflow serving several runner kinds, `runner` (the runner label: the GPU's first queue). It names its run
 `kernelbot <run_id>`: that name is how a launch finds the run it started, after a restart too. The job reference
 is GitHub's run id. The runner's result comes back as the `run-result` artifact, a zip holding result.json.
@@ -18,9 +19,9 @@ import requests
 from github import Auth, Github, GithubException, UnknownObjectException
 from github.WorkflowRun import WorkflowRun
 
-from runner.payload import encode_payload
 from schemas.contracts import RunPayload
 from services.dispatcher.backends.base import PENDING, BackendUnavailable, JobLost, LaunchError, Outcome
+from services.dispatcher.backends.carry import GITHUB_INLINE_MAX, PayloadLinks, carried
 from services.dispatcher.backends.results import result_from_zip
 from services.dispatcher.catalogue import GithubConfig
 
@@ -41,8 +42,9 @@ class GithubBackend:
     name = "github"
 
     def __init__(self, config: GithubConfig, workflow: str, token: str | None, poll_interval_s: float,
-                 runner_label: str | None = None) -> None:
+                 runner_label: str | None = None, links: PayloadLinks | None = None) -> None:
         self.config = config
+        self.links = links
         self.workflow_file = workflow
         self.runner_label = runner_label  # for workflows that serve several runner kinds (AMD: MI300, MI250, ...)
         self.poll_interval_s = poll_interval_s
@@ -79,12 +81,12 @@ class GithubBackend:
                 return run
         return None
 
-    def _launch_sync(self, payload: RunPayload, launch_key: str) -> str:
+    def _launch_sync(self, payload_text: str, launch_key: str) -> str:
         workflow = self._repository().get_workflow(self.workflow_file)
         existing = self._find_run(workflow, launch_key)
         if existing is not None:
             return str(existing.id)
-        inputs = {"payload": encode_payload(payload), "run_id": launch_key}
+        inputs = {"payload": payload_text, "run_id": launch_key}
         if self.runner_label:
             inputs["runner"] = self.runner_label
         started = workflow.create_dispatch(self.config.ref, inputs, throw=True, return_run_details=True)
@@ -101,8 +103,10 @@ class GithubBackend:
                           f"within {self.config.find_run_s:.0f} s; does the workflow set `run-name`?")
 
     async def launch(self, payload: RunPayload, launch_key: str) -> str:
+        payload_text = await carried(payload, launch_key, limit=GITHUB_INLINE_MAX, links=self.links,
+                                     carrier="GitHub's workflow_dispatch inputs")
         try:
-            return await self._call(self._launch_sync, payload, launch_key)
+            return await self._call(self._launch_sync, payload_text, launch_key)
         except UnknownObjectException as exc:
             raise LaunchError(f"no workflow {self.workflow_file} in {self.config.repository}: deploy "
                               f"deploy/github/{self.workflow_file} there") from exc

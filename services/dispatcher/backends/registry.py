@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from services.dispatcher.backends.base import Backend
+from services.dispatcher.backends.carry import PayloadLinks
 from services.dispatcher.backends.local import LocalBackend
 from services.dispatcher.backends.null import NullBackend
 from services.dispatcher.catalogue import Catalogue, GpuEntry
@@ -16,7 +17,8 @@ def _secret(value) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings, shared: dict) -> Backend:
+def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings, shared: dict,
+             links: PayloadLinks | None) -> Backend:
     config = catalogue.backends
     poll = settings.poll_interval_s
     if entry.backend == "local":
@@ -35,20 +37,21 @@ def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings
         from services.dispatcher.backends.github import GithubBackend
 
         return GithubBackend(config.github, entry.target, _secret(settings.github_token), poll,
-                             runner_label=entry.queues[0] if entry.queues else None)
+                             runner_label=entry.queues[0] if entry.queues else None, links=links)
     if entry.backend == "buildkite":
         from services.dispatcher.backends.buildkite import BuildkiteBackend
 
-        return BuildkiteBackend(config.buildkite, entry.queues, _secret(settings.buildkite_token), poll)
+        return BuildkiteBackend(config.buildkite, entry.queues, _secret(settings.buildkite_token), poll, links=links)
     from services.dispatcher.backends.slurm import SlurmBackend
 
     return SlurmBackend(config.slurm, entry.target, _secret(settings.slurm_token), poll, entry.max_job_s)
 
 
-def build_lanes(catalogue: Catalogue, settings: DispatcherSettings) -> dict[str, Lane]:
+def build_lanes(catalogue: Catalogue, settings: DispatcherSettings, links: PayloadLinks | None = None) -> dict[str, Lane]:
+    """`links` (None: every payload inline) lets GitHub and Buildkite hand large payloads over by reference."""
     shared: dict = {}
     return {
-        gpu: Lane(backend=_backend(entry, catalogue, settings, shared), slots=entry.concurrent_runs(),
+        gpu: Lane(backend=_backend(entry, catalogue, settings, shared, links), slots=entry.concurrent_runs(),
                   arch=entry.arch, max_job_s=entry.max_job_s)
         for gpu, entry in catalogue.gpus.items()
     }

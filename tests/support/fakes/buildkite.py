@@ -1,13 +1,23 @@
 """A fake of Buildkite's REST API (v2) for the runner pipeline: builds, their state, artifacts, cancel.
 
-A build's job is what the pipeline step runs on the agent of `GPU_QUEUE`: the runner with the payload read from
-`SUBMISSION_PAYLOAD` in its environment (see deploy/buildkite/pipeline.yml).
+A build's job is what the pipeline step runs on the agent of `GPU_QUEUE`: deploy/buildkite/run-job.sh, with that
+agent's CUDA_VISIBLE_DEVICES (the queue's index) and the build's SUBMISSION_PAYLOAD in its environment, and docker a
+stand-in that runs the runner image's entry point (tests/support/fakes/hostbin.py). So a payload too large for an
+environment variable fails to start as it would on a real agent, and a payload link is fetched by the step itself.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from tests.support.fakes.host import REPO, FakeHost
 from tests.support.fakes.http import FakeServer, Reply, Request
-from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused, run_runner
+from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused
+
+STEP = REPO / "deploy" / "buildkite" / "run-job.sh"
 
 TOKEN = "bkua_fake"
 
@@ -15,7 +25,9 @@ TOKEN = "bkua_fake"
 class FakeBuildkite(FakeServer):
     def __init__(self, organization: str = "gpu-mode", pipeline: str = "kernelbot-runner") -> None:
         super().__init__()
-        self.jobs = FakeJobs(real_work=lambda job, text: run_runner(text, via_env=True, job=job))
+        self.jobs = FakeJobs(real_work=self._agent_step)
+        self.host = FakeHost(Path(tempfile.mkdtemp(prefix="kb-fake-agents-")))
+        self.host.local_image("kernelbot-runner:latest", "sha256:fake-runner")
         self.queues: dict[int, str] = {}  # build number -> GPU_QUEUE
         self.meta: dict[int, dict] = {}
         base = f"/v2/organizations/{organization}/pipelines/{pipeline}"
@@ -28,6 +40,25 @@ class FakeBuildkite(FakeServer):
         self.route("GET", f"{base}/builds/(?P<number>\\d+)/jobs/(?P<job>[^/]+)/artifacts/(?P<artifact>\\d+)/download",
                    self._download)
         self.route("GET", "/blobs/(?P<artifact>\\d+)/result.json", self._blob)
+
+    def stop(self) -> None:
+        super().stop()
+        shutil.rmtree(self.host.root.parent, ignore_errors=True)
+
+    def _agent_step(self, job: FakeJob, payload_text: str) -> bytes | None:
+        with self.lock:  # _create records the queue under this lock, before the job can get here
+            queue = self.queues.get(job.id, "")
+        with tempfile.TemporaryDirectory(prefix="kb-fake-build-") as build:
+            env = self.host.env(CUDA_VISIBLE_DEVICES=queue.rsplit("-", 1)[-1], SUBMISSION_PAYLOAD=payload_text)
+            try:
+                process = subprocess.Popen([str(STEP)], cwd=build, env=env, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, start_new_session=True)
+            except OSError:  # E2BIG: an environment string over 128 KiB; the agent cannot start the job
+                return None
+            job.process = process
+            process.wait()
+            result = Path(build) / "result.json"
+            return result.read_bytes() if result.exists() else None
 
     def dispatch(self, request: Request) -> Reply:
         if not request.path.startswith("/blobs/") and request.headers.get("authorization") != f"Bearer {TOKEN}":

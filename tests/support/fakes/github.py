@@ -11,6 +11,8 @@ from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused
 TOKEN = "ghp_fake"
 WORKFLOW_ID = 4242
 INPUTS = {"payload", "run_id", "runner"}
+# GitHub refuses a workflow_dispatch whose inputs together exceed this many characters.
+MAX_INPUTS_CHARS = 65_535
 
 
 def _zip_result(result: bytes) -> bytes:
@@ -87,6 +89,8 @@ class FakeGithub(FakeServer):
         inputs = body.get("inputs") or {}
         if set(inputs) - INPUTS or not all(isinstance(v, str) for v in inputs.values()) or "ref" not in body:
             return Reply(422, {"message": f"Unexpected inputs provided: {sorted(set(inputs) - INPUTS)}"})
+        if sum(len(value) for value in inputs.values()) > MAX_INPUTS_CHARS:
+            return Reply(422, {"message": f"inputs are too large (more than {MAX_INPUTS_CHARS} characters)"})
         if refused(inputs["payload"]):
             return Reply(422, {"message": "Workflow does not have 'workflow_dispatch' trigger"})
         with self.lock:

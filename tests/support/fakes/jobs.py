@@ -10,6 +10,9 @@ The behaviour comes from the run's GPU name, its last dash-separated word, so on
     noresult  the job ends successfully but leaves no result
     refused   the scheduler refuses the job at submission (each fake answers as its API does)
     ambiguous the first submission starts the job but its answer is lost (a 5xx); the job then ends as `canned`
+
+A payload handed over by reference (a single-use link: services/dispatcher/backends/carry.py) is not opened by the
+fake's control plane, which would use the link up: such a job has no `payload` here and always does `run`.
 """
 
 from __future__ import annotations
@@ -32,12 +35,16 @@ from services.dispatcher.backends.null import null_result
 BRIEF_S = 0.2
 
 
-def behaviour_of(payload: RunPayload) -> str:
-    return payload.gpu.rsplit("-", 1)[-1]
+def behaviour_of(payload: RunPayload | None) -> str:
+    return "run" if payload is None else payload.gpu.rsplit("-", 1)[-1]
+
+
+def is_reference(payload_text: str) -> bool:
+    return payload_text.strip().startswith(("https://", "http://"))
 
 
 def refused(payload_text: str) -> bool:
-    return behaviour_of(decode_payload(payload_text)) == "refused"
+    return not is_reference(payload_text) and behaviour_of(decode_payload(payload_text)) == "refused"
 
 
 def answer_lost(job: FakeJob) -> bool:
@@ -52,7 +59,7 @@ def answer_lost(job: FakeJob) -> bool:
 class FakeJob:
     id: int
     key: str
-    payload: RunPayload
+    payload: RunPayload | None  # None: passed by reference, unread by the fake
     state: str = "running"  # running | done | cancelled
     lost: bool = False
     result: bytes | None = None
@@ -101,7 +108,7 @@ class FakeJobs:
         self._on_done = on_done or (lambda job: None)
 
     def start(self, payload_text: str, key: str) -> FakeJob:
-        payload = decode_payload(payload_text)
+        payload = None if is_reference(payload_text) else decode_payload(payload_text)
         with self._lock:
             job = FakeJob(next(self._ids), key, payload)
             self.jobs[job.id] = job

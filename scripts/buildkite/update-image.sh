@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# The onboarding guide's entry point; the script itself lives in deploy/buildkite/ (see docs/vendors.md).
+exec "$(dirname "${BASH_SOURCE[0]}")/../../deploy/buildkite/update-image.sh" "$@"
