@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-
 from collections.abc import Awaitable, Callable
 
 from faststream import AckPolicy, FastStream
