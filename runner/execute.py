@@ -11,7 +11,7 @@ import os
 import shlex
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, RunPayload, RunResult, SystemInfo
@@ -65,12 +65,12 @@ def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: Sandbo
             sandbox = sandbox.for_gpu_host()
         with RunSandbox(sandbox, workdir) as box:
             return FullResult(success=True, system=system, runs=_run_all(payload, box, system))
-    except Exception as exc:  # a runner failure, never the user's: report it instead of dying without a result
+    except Exception as exc:  # noqa: BLE001 - a runner failure, never the user's: report it, never die silently
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
+    return datetime.now(UTC).isoformat()
 
 
 def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo) -> dict[str, EvalResult]:

@@ -311,10 +311,9 @@ class LeaderboardRankChanged(Event):
         return f"{self.leaderboard}:{self.gpu}:{self.caused_by_submission}"
 
 
+from schemas.auth_events import OAuthUserRegistered  # noqa: E402 - its own module, registered here
 from schemas.operations_events import OPERATIONS_EVENTS  # noqa: E402 - operator events, own module
 from schemas.policy_events import POLICY_EVENTS  # noqa: E402 - policy changes, own module
-
-from schemas.auth_events import OAuthUserRegistered  # noqa: E402 - its own module, registered here
 
 CATALOGUE: tuple[type[Event], ...] = (
     LeaderboardCreated,

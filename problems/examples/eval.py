@@ -124,8 +124,9 @@ class Channel:
 
 class Harness:
     def __init__(self, secret: int | None, channel: Channel, data_fd: int | None, wire, group, world_size: int):
-        import reference
         import torch
+
+        import reference
 
         self.torch, self.wire = torch, wire
         self.source_dir, self.hidden = worker_files()

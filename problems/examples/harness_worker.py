@@ -318,7 +318,7 @@ class WorkerGroup:
     def stop(self) -> None:
         import shutil
 
-        for process, requests, replies, _ in self.ranks:
+        for _process, requests, _replies, _ in self.ranks:
             try:
                 write_frame(requests, {"kind": "exit"})
             except OSError:

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from schemas.events import CATALOGUE
-from schemas.streams import EVENTS
 
 events_app = typer.Typer(help="Read, copy and replay the event log.", no_args_is_help=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 
 @dataclass(frozen=True)
@@ -18,5 +19,5 @@ class Refused(Exception):
         self.refusal = refusal
 
 
-def refuse(status: int, detail: str, retry_after_s: int | None = None) -> None:
+def refuse(status: int, detail: str, retry_after_s: int | None = None) -> NoReturn:
     raise Refused(Refusal(status, detail, retry_after_s))

@@ -11,9 +11,18 @@ from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionRecei
 from schemas.policy_events import POLICY_EVENTS
 from services.gateway import errors, openapi
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
-from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
-from services.gateway.routes import auth, pages
-from services.gateway.routes import admin_problems, runner_payloads
+from services.gateway.routes import (
+    admin,
+    admin_problems,
+    auth,
+    health,
+    leaderboards,
+    pages,
+    runner_payloads,
+    stream,
+    submissions,
+    user,
+)
 from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker

@@ -47,5 +47,5 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         ref = uuid.uuid4().hex[:12]
-        log.exception("unhandled error (ref %s)", ref, exc_info=exc)
+        log.error("unhandled error (ref %s)", ref, exc_info=exc)
         return JSONResponse({"detail": f"Internal server error (ref {ref})"}, status_code=500)

@@ -53,8 +53,9 @@ def _patch_fetch_timeout() -> None:
         except TimeoutError as exc:
             raise errors.TimeoutError from exc
 
-    fetch_with_nats_timeout._kernelbot_patched = True
-    JetStreamContext.PullSubscription.fetch = fetch_with_nats_timeout
+    # patching nats-py's class on purpose (see above), which the type checker rightly flags
+    fetch_with_nats_timeout._kernelbot_patched = True  # type: ignore[attr-defined]
+    JetStreamContext.PullSubscription.fetch = fetch_with_nats_timeout  # type: ignore[method-assign]
 
 
 def make_broker(url: str, *, middlewares: tuple = (), log_level: str = "WARNING") -> NatsBroker:
@@ -67,7 +68,7 @@ def make_broker(url: str, *, middlewares: tuple = (), log_level: str = "WARNING"
         logger=logger,
         log_level=logging.DEBUG,
         max_reconnect_attempts=-1,
-        reconnect_time_wait=0.5,
+        reconnect_time_wait=0.5,  # type: ignore[arg-type]  # seconds, a float in nats-py; FastStream says int
     )
 
 

@@ -41,6 +41,11 @@ Apply = Callable[[asyncpg.Connection], Awaitable[Sequence[Event] | None]]
 ApplyBatch = Callable[[asyncpg.Connection, list[tuple[int, Event]]], Awaitable[Sequence[Event] | None]]
 
 
+def _one(apply: ApplyBatch, seq: int, event: Event) -> Apply:
+    """A batch handler applied to a batch of one event."""
+    return lambda conn: apply(conn, [(seq, event)])
+
+
 class KitSlot:
     """Where a service's handlers find its kit once the service has started.
 
@@ -153,7 +158,7 @@ class Kit:
         for index, (raw, event) in enumerate(decoded):
             seq = raw.metadata.sequence.stream
             try:
-                await self.apply_once(consumer, seq, lambda conn, s=seq, e=event: apply(conn, [(s, e)]))
+                await self.apply_once(consumer, seq, _one(apply, seq, event))
                 await raw.ack()
             except Exception as exc:  # noqa: BLE001
                 await retry_or_dead_letter(raw, exc)

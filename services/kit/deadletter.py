@@ -17,6 +17,9 @@ from services.kit.bus import MSG_ID_HEADER
 
 log = logging.getLogger("kernelbot.deadletter")
 
+# Deliveries of one message before it is judged poison and moved to the dead-letter stream. A constant, not a
+# setting: it is part of each durable consumer's JetStream config, declared with the subscribers (as each consumer's
+# ack wait is, services/kit/runtime.py), and replicas sharing a consumer must agree on it.
 MAX_DELIVERIES = 5
 # JetStream's own limit sits above ours, so a message that kills the process every time still stops.
 JETSTREAM_MAX_DELIVER = MAX_DELIVERIES + 2

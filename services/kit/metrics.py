@@ -1,4 +1,4 @@
-"""Prometheus metrics of every service, and the small HTTP server that serves them with health and readiness.
+"""Prometheus metrics of every service, and what serves them with health and readiness (see status.py).
 
 The kit's hooks call in here (handling a message, committing what a handler emits, an HTTP request); nothing here
 connects or starts at import time. Metric names carry the `kb_` prefix.
@@ -10,11 +10,12 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
 
+from services.kit import status
 from services.kit.jsonlog import correlation
 
 log = logging.getLogger("kernelbot.metrics")
@@ -97,57 +98,6 @@ def set_queue_depth(rows: Iterable) -> None:
         QUEUE_DEPTH.labels(row["gpu"], row["status"]).set(row["n"])
 
 
-Check = Callable[[], Awaitable[bool]]
-
-
-class StatusServer:
-    """`/metrics`, `/health` (the process answers) and `/ready` (its dependencies answer) on one port."""
-
-    def __init__(self, port: int, ready: Check, host: str = "0.0.0.0") -> None:
-        self.port = port
-        self.host = host
-        self._ready = ready
-        self._server: asyncio.AbstractServer | None = None
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port)
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await asyncio.wait_for(reader.readline(), 5)
-            while (await asyncio.wait_for(reader.readline(), 5)) not in (b"\r\n", b"\n", b""):
-                pass
-            path = request.split(b" ")[1].decode() if request.count(b" ") >= 2 else "/"
-            status, body, kind = await self._answer(path.split("?")[0])
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n"
-                         "Connection: close\r\n\r\n".encode() + body)
-            await writer.drain()
-        except (TimeoutError, ConnectionError, IndexError):
-            pass
-        finally:
-            writer.close()
-
-    async def _answer(self, path: str) -> tuple[str, bytes, str]:
-        if path == "/metrics":
-            return "200 OK", generate_latest(), CONTENT_TYPE_LATEST
-        if path == "/health":
-            return "200 OK", b'{"status": "ok"}', "application/json"
-        if path == "/ready":
-            try:
-                ready = await asyncio.wait_for(self._ready(), 3)
-            except Exception:  # noqa: BLE001 - a dependency that does not answer is not ready
-                ready = False
-            if ready:
-                return "200 OK", b'{"status": "ready"}', "application/json"
-            return "503 Service Unavailable", b'{"detail": "Backend unavailable"}', "application/json"
-        return "404 Not Found", b'{"detail": "Not Found"}', "application/json"
-
-
 class Observer:
     """What a consumer service runs besides its handlers: the status server and the periodic gauges."""
 
@@ -161,7 +111,7 @@ class Observer:
         self._queue_depth = queue_depth
         self._durables = [s.config.durable_name for s in broker.subscribers
                           if getattr(getattr(s, "config", None), "durable_name", None)]
-        self._server = StatusServer(port, self.ready) if port else None
+        self._server = status.StatusServer(port, self.ready) if port else None
         self._task: asyncio.Task | None = None
 
     async def ready(self) -> bool:
@@ -227,24 +177,18 @@ class HttpMetrics:
 
 def install_http(app) -> None:
     """The gateway's /metrics and /ready (left out of the OpenAPI document: they are for operators)."""
-    from fastapi.responses import JSONResponse, Response
+    from starlette.responses import Response
 
-    @app.get("/metrics", include_in_schema=False)
-    async def prometheus_metrics() -> Response:
-        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+    from services.kit import metrics_repository
 
-    @app.get("/ready", include_in_schema=False)
-    async def ready() -> JSONResponse:
-        from services.kit import metrics_repository
-
+    async def dependencies_answer() -> bool:
         broker = app.state.broker
-        try:
-            answers = bool(broker.connection and broker.connection.is_connected) and await asyncio.wait_for(
-                metrics_repository.ping(app.state.pool), 3)
-        except Exception:  # noqa: BLE001 - a dependency that does not answer is not ready
-            answers = False
-        if not answers:
-            return JSONResponse({"detail": "Backend unavailable"}, status_code=503)
-        return JSONResponse({"status": "ready"})
+        return bool(broker.connection and broker.connection.is_connected) and await metrics_repository.ping(
+            app.state.pool)
 
+    async def ready() -> Response:
+        return await status.readiness(dependencies_answer)
+
+    app.add_api_route("/metrics", status.metrics_response, include_in_schema=False)
+    app.add_api_route("/ready", ready, include_in_schema=False)
     app.add_middleware(HttpMetrics)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-
 from collections.abc import Awaitable, Callable
 
 from faststream import AckPolicy, FastStream
@@ -31,9 +30,17 @@ warnings.filterwarnings("ignore", message="The JetStream Push consumer with the 
 VERSION = "0.1.0"
 
 
-def _consumer_config(durable: str, ack_wait_s: float, max_ack_pending: int = 10_000) -> ConsumerConfig:
+# Where a push consumer delivers. Named after the consumer, not a random inbox of whichever replica created it: replicas
+# that start at once then send the same definition (creating it twice is a no-op, not `consumer name already in
+# use`), and every replica listens where the consumer delivers, so it never stalls with its creator gone.
+DELIVER_PREFIX = "_INBOX.kb-deliver"
+
+
+def _consumer_config(durable: str, ack_wait_s: float, max_ack_pending: int = 10_000,
+                     deliver_subject: str | None = None) -> ConsumerConfig:
     return ConsumerConfig(
         durable_name=durable,
+        deliver_subject=deliver_subject,
         ack_wait=ack_wait_s,
         max_deliver=JETSTREAM_MAX_DELIVER,
         deliver_policy=DeliverPolicy.ALL,
@@ -52,7 +59,7 @@ def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, workers: int = 1
         "stream": jstream(stream),
         "durable": durable,
         "queue": durable,
-        "config": _consumer_config(durable, ack_wait_s),
+        "config": _consumer_config(durable, ack_wait_s, deliver_subject=f"{DELIVER_PREFIX}.{durable}"),
         "ack_policy": AckPolicy.MANUAL,
         "max_workers": workers,
     }

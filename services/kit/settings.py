@@ -16,10 +16,6 @@ class ServiceSettings(BaseSettings):
 
     nats_url: str = DEFAULT_NATS_URL
     database_url: str = DEFAULT_DATABASE_URL
-    # Deliveries of one message before it is judged poison and moved to the dead-letter stream.
-    max_deliveries: int = 5
-    # How long a delivered message may stay unacknowledged before JetStream redelivers it.
-    ack_wait_s: float = 30.0
     pool_size: int = 8
     log_level: str = "WARNING"
     # Port of the service's /metrics, /health and /ready server (consumer services; 0: none).

@@ -34,19 +34,19 @@ from schemas.events import (
     SubmissionRejected,
     UserRenamed,
 )
+from schemas.operations_events import ScoreRevised
 from schemas.policy_events import (
     IntakePaused,
     IntakeResumed,
     InviteClaimed,
-    InvitesCreated,
     InviteRevoked,
+    InvitesCreated,
     LeaderboardVisibilityChanged,
     RateLimitCleared,
     RateLimitSet,
     UserBanned,
     UserUnbanned,
 )
-from schemas.operations_events import ScoreRevised
 
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (

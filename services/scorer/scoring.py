@@ -76,6 +76,7 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str) -> RunVerdict:
         return RunVerdict(passed=False, reason=result.error or "runner failed", runner_error=True)
     expected = RANKED_STAGES if mode in ("leaderboard", "private") else tuple(result.runs) or (mode,)
     harness = ""
+    outputs: dict[str, dict[str, str]] = {}
     for stage in expected:
         evaluation = result.runs.get(stage)
         if evaluation is None:
@@ -83,11 +84,13 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str) -> RunVerdict:
         failure = _stage_failure(stage, evaluation)
         if failure:
             return RunVerdict(passed=False, reason=failure, timed_out=failure.endswith("timed out"))
+        assert evaluation.run is not None  # _stage_failure answers for a stage that did not run
+        outputs[stage] = evaluation.run.result
         harness = harness or evaluation.run.result.get("harness-version", "")
     score = None
     if mode in ("leaderboard", "private"):
         try:
-            score = score_of(result.runs["leaderboard"].run.result, ranking_by)
+            score = score_of(outputs["leaderboard"], ranking_by)
         except (ScoreError, KeyError, ValueError) as exc:
             return RunVerdict(passed=False, reason=f"no score: {exc}")
     return RunVerdict(passed=True, score=score, harness_version=harness)
@@ -156,6 +159,7 @@ def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]
         elif not sv.passed:
             reason = f"secret validation failed on {gpu}"
         else:
+            assert pv.score is not None  # verdict_of scores every ranked run that passes
             scores.append(GpuScore(gpu, public.run_id, pv.score, sv.score, pv.harness_version))
             continue
         rejections.append(GpuRejection(gpu, reason))

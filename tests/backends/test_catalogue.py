@@ -7,8 +7,8 @@ import json
 import pytest
 
 from services.dispatcher.catalogue import CatalogueError, build_catalogue
-from services.dispatcher.scheduler import Lane, job_budget_s
 from services.dispatcher.repository import ClaimedRun
+from services.dispatcher.scheduler import Lane, job_budget_s
 
 BACKENDS = {
     "modal": {"app": "kernelbot-runners"},

@@ -217,8 +217,8 @@ async def test_a_look_alike_admin_role_grants_nothing(wire):
 async def test_the_bot_serves_health_readiness_and_metrics_like_every_service(fake_discord, platform):
     import httpx
 
-    from tests.discord.wire import start_bot
     from services.kit.embedded.common import free_port
+    from tests.discord.wire import start_bot
 
     port = free_port()
     running = await start_bot(fake_discord, platform.nats_url, platform.database_url, metrics_port=port)

@@ -310,5 +310,7 @@ def test_session_cookies_are_signed_and_expire():
     assert signer.read(token, now=1001).user_id == "42"
     assert signer.read(token, now=1000 + 8 * 24 * 3600) is None
     assert Signer(b"x" * 32).read(token, now=1001) is None
-    body, _, mac = token.partition(".")
+    body, _, mac = token.rpartition(".")
     assert signer.read(body.replace(body[2], "A" if body[2] != "A" else "B") + "." + mac, now=1001) is None
+    assert signer.read(token, now=999) is None  # issued in the future
+    assert signer.read("", now=1001) is None and signer.read("not.a.token", now=1001) is None

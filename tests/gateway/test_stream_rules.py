@@ -112,7 +112,8 @@ def test_secret_runs_are_redacted_and_listed_after_the_public_one():
                   "compilation": {"success": True, "command": "nvcc", "stdout": "o", "stderr": "e", "exit_code": 0},
                   "run": {"success": True, "passed": True, "command": "python", "stdout": "o", "stderr": "e",
                           "exit_code": 0, "duration": 1.5, "result": {"check": "pass"}}, "profile": None}
-    stage = lambda run_id: {"run_id": run_id, "stage": "test", "result": evaluation, "system": {"gpu": "H100"}}
+    def stage(run_id: str) -> dict:
+        return {"run_id": run_id, "stage": "test", "result": evaluation, "system": {"gpu": "H100"}}
 
     public, secret = results.outcomes([_request("1.secret", True), _request("1.public", False)],
                                       [stage("1.public"), stage("1.secret")], ["H100"])

@@ -19,7 +19,8 @@ def submit_done(platform, cli_id: str, leaderboard: str, mode: str) -> int:
 def test_the_list_is_newest_first_with_ranked_results_only(gateway):
     _, cli_id = new_user(gateway)
     _, stranger = new_user(gateway)
-    listed = lambda **params: gateway.http.get("/user/submissions", headers=cli(cli_id), params=params)
+    def listed(**params):
+        return gateway.http.get("/user/submissions", headers=cli(cli_id), params=params)
     assert listed().json() == []
 
     ranked = submit_done(gateway, cli_id, "open", "leaderboard")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+from schemas.contracts import FullResult, SystemInfo
+from schemas.events import RunCompleted, RunDispatched, RunRequested, RunStarted
 from services.kit.db import apply_migrations, create_pool
 from services.ledger.repository import project_batch
 from tests.operate.conftest import stage
-from schemas.contracts import FullResult, SystemInfo
-from schemas.events import RunCompleted, RunDispatched, RunRequested, RunStarted
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RUN = "5.H100.public"

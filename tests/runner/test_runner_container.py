@@ -78,7 +78,7 @@ def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_com
     raw = {**payload.model_dump(mode="json"), "submission_id": 77, "leaderboard": "identity_py",
            "backend": "buildkite"}
     encoded = base64.b64encode(zlib.compress(json.dumps(raw).encode())).decode()  # identity beyond the contract
-    for attempt in range(2):  # a redelivered job reports again: the stream keeps one event
+    for _attempt in range(2):  # a redelivered job reports again: the stream keeps one event
         done = container(["--result", str(tmp_path / "result.json")],
                          {"SUBMISSION_PAYLOAD": encoded, "KB_NATS_URL": nats_url}, tmp_path)
         assert done.returncode == 0, done.stderr

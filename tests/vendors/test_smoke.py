@@ -55,6 +55,7 @@ def test_a_smoke_program_that_fails_is_reported_failed(tmp_path):
 def test_a_payload_that_names_its_run_gets_no_defaults(tmp_path):
     """Real runs keep the whole contract: a run_id without gpu, main and sources is refused, not guessed."""
     done = entry_point(encoded({**GUIDE_PAYLOAD, "run_id": "12.H100.test"}), tmp_path)
+    assert done.returncode == 0, done.stderr  # the refusal is written as a result, not a crash
     result = FullResult.model_validate_json((tmp_path / "result.json").read_text())
     assert not result.success
     assert result.error.startswith("invalid payload") and "gpu" in result.error

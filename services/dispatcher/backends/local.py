@@ -69,8 +69,10 @@ class LocalBackend:
         # --result last: the process table lookup above matches on it.
         command = [sys.executable, "-m", "runner", "--payload", str(payload_file), "--result", str(result_file)]
         try:
-            with open(run_dir / "runner.log", "ab") as log:
-                child = subprocess.Popen(command, stdout=log, stderr=log, env=env, start_new_session=True)
+            # blocking, briefly: this backend is for development and tests, one spawn per run
+            with open(run_dir / "runner.log", "ab") as log:  # noqa: ASYNC230
+                child = subprocess.Popen(  # noqa: ASYNC220
+                    command, stdout=log, stderr=log, env=env, start_new_session=True)
         except OSError as exc:
             raise LaunchError(f"could not start the runner: {exc}") from exc
         self._children[str(run_dir)] = child

@@ -114,7 +114,8 @@ async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broke
     try:
         problem = await asyncio.to_thread(load_problem, directory, root=root)
     except TaskFileError as exc:
-        raise HTTPException(400, f"Invalid task definition: {str(exc).replace(str(root.resolve()), 'problems')}")
+        raise HTTPException(400, f"Invalid task definition: {str(exc).replace(str(root.resolve()), 'problems')}") \
+            from exc
     if not problem.gpus:
         raise HTTPException(400, "No gpus specified in task.yml. Add 'gpus:' field with list of GPU types.")
     tag = uuid.uuid4().hex

@@ -9,7 +9,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
-
 T = TypeVar("T")
 
 LOG_TAIL_LINES = 40

@@ -14,7 +14,6 @@ import sysconfig
 import time
 from pathlib import Path
 
-
 from services.kit.embedded.common import _log_tail, _run_sync, free_port
 
 # 1 MB submissions travel inside JSON events (escaping can nearly double them), so 1 MiB, the NATS default,

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-
 from services.kit.embedded.common import _log_tail
 
 
@@ -74,7 +73,7 @@ class EmbeddedPostgres:
         atexit.unregister(self.stop)
         if server is None:
             return
-        from pgserver import pg_ctl
+        from pgserver import pg_ctl  # type: ignore[attr-defined]  # pgserver makes its commands at import time
 
         with server._lock:
             server.global_process_id_list.get_and_remove(os.getpid())
@@ -106,7 +105,8 @@ def _import_pgserver() -> Any:
         import pgserver
         import pgserver.postgres_server as pgserver_module
     if not getattr(pgserver_module.find_suitable_socket_dir, "_kb_patched", False):
-        pgserver_module.find_suitable_socket_dir = _socket_dir_finder(pgserver_module.find_suitable_socket_dir)
+        pgserver_module.find_suitable_socket_dir = _socket_dir_finder(  # type: ignore[assignment]  # our patch
+            pgserver_module.find_suitable_socket_dir)
     return pgserver
 
 
