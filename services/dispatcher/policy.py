@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from schemas.precheck_events import PrecheckFinding, PrecheckVerdict
+from services.dispatcher import precheck
 from services.dispatcher.refusal import Refusal, Refused, refuse
 from services.dispatcher.source_rules import check_directives, check_polite_file_name, check_streams
 
@@ -206,3 +209,23 @@ def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[st
     except Refused as refused:
         return refused.refusal
     return None
+
+
+def source_precheck(code: str, file_name: str, mode: str, outcomes: Mapping[str, str] | None = None,
+                    multi_gpu: bool = False) -> PrecheckVerdict | None:
+    """The source pre-check (harness.md §8.2) after every other check: None when nothing that counts fired; a
+    `refuse` verdict is the caller's refusal (400, its detail). Fails closed: a checker that breaks (a source too
+    deeply nested to read) refuses with 503 rather than let the code through unread."""
+    try:
+        verdict = precheck.precheck(code, file_name, mode, outcomes or {}, multi_gpu)
+    except (RecursionError, MemoryError):
+        refuse(503, precheck.UNAVAILABLE)
+    if verdict is None:
+        return None
+    findings = [PrecheckFinding(rule=f.rule, severity=f.severity, message=f.message, line=f.line)
+                for f in verdict.findings]
+    return PrecheckVerdict(outcome=verdict.outcome, findings=findings, detail=verdict.detail)
+
+
+def precheck_refusal(verdict: PrecheckVerdict | None) -> Refusal | None:
+    return Refusal(400, verdict.detail) if verdict is not None and verdict.outcome == "refuse" else None

@@ -16,6 +16,7 @@ from schemas.events import (
     SubmissionFinished,
 )
 from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunPlanned, ScoreRevised
+from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
@@ -25,7 +26,7 @@ from services.scorer.scoring import BoardEntry
 router = NatsRouter()
 kit = KitSlot()
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
-                                       ScoreRevised, RejudgeCompleted))
+                                       ScoreRevised, RejudgeCompleted, SubmissionReinstated, RejudgeRequested))
 
 
 async def judge_if_complete(conn, submission_id: int) -> list[Event]:
@@ -41,6 +42,10 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
     decision = scoring.decide(row["mode"], planned, verdicts)
     await repository.mark_finished(conn, submission_id)
     tags = {"correlation_id": str(submission_id)}
+    if row["precheck_hold"] == "hacked":
+        # held by the source pre-check: it ran, so an admin can judge it, but it never ranks (harness.md §8.2)
+        return [SubmissionFinished(submission_id=submission_id, status="hacked", error=row["precheck_detail"],
+                                   **tags)]
     events: list[Event] = []
     for score in decision.scores:
         events.append(ScoreComputed(
@@ -99,6 +104,33 @@ async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
     return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
 
 
+async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
+    """An admin cleared a false positive: a submission still running is judged as any other; a finished one is
+    reinstated with the status its runs earned and, when ranked, put on the board by a rescore (the rejudge path,
+    so the change is recorded as ScoreRevised and RejudgeCompleted like any other)."""
+    await repository.lock_submission(conn, event.submission_id)
+    found = await repository.submission(conn, event.submission_id)
+    if found is None or found[0]["precheck_hold"] != "hacked":
+        return []  # not held (never, or cleared already): nothing to lift
+    row, planned = found
+    if not row["finished"]:
+        await repository.set_hold(conn, event.submission_id, None)
+        return []
+    decision = scoring.decide(row["mode"], planned, await repository.verdicts(conn, event.submission_id))
+    ranked = row["mode"] == "leaderboard"
+    await repository.set_hold(conn, event.submission_id, "cleared" if ranked else None)
+    rejudge_id = f"{row['leaderboard']}.precheck-clear.{event.submission_id}.{event.change_id}"
+    tags = {"correlation_id": str(event.submission_id), "causation_id": event.event_id}
+    events: list[Event] = [SubmissionReinstated(submission_id=event.submission_id, status=decision.status,
+                                                error=decision.error, rejudge_id=rejudge_id, **tags)]
+    if ranked:
+        events.append(RejudgeRequested(rejudge_id=rejudge_id, leaderboard=row["leaderboard"], action="rescore",
+                                       ranking_by=row["ranking_by"], requested_by=event.cleared_by,
+                                       reason=f"pre-check cleared for submission {event.submission_id}: "
+                                              f"{event.reason}".rstrip(": "), **tags))
+    return events
+
+
 async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
     if event.action != "rescore":
         return []  # a rerun is judged run by run, as its runs end
@@ -118,6 +150,7 @@ APPLIERS = {
     RunFailed: apply_run_failed,
     RejudgeRequested: apply_rejudge,
     RerunPlanned: apply_rerun_planned,
+    PrecheckCleared: apply_precheck_cleared,
 }
 # The durable consumer applying each of them (its tracking rows say what it has applied).
 CONSUMERS = {
@@ -126,6 +159,7 @@ CONSUMERS = {
     RunFailed: "scorer-run-failed",
     RejudgeRequested: "scorer-rejudge",
     RerunPlanned: "scorer-rerun-planned",
+    PrecheckCleared: "scorer-precheck-cleared",
 }
 
 
@@ -157,3 +191,9 @@ async def on_rejudge(event: RejudgeRequested) -> None:
                    title=CONSUMERS[RerunPlanned])
 async def on_rerun_planned(event: RerunPlanned) -> None:
     await kit().handle(lambda conn: apply_rerun_planned(conn, event))
+
+
+@router.subscriber("evt.precheck.cleared", **durable_consumer(CONSUMERS[PrecheckCleared]),
+                   title=CONSUMERS[PrecheckCleared])
+async def on_precheck_cleared(event: PrecheckCleared) -> None:
+    await kit().handle(lambda conn: apply_precheck_cleared(conn, event))

@@ -26,6 +26,7 @@ def _judged(row, verdicts: dict, results: dict) -> rescoring.Judged:
         submission_id=row["submission_id"], user_id=row["user_id"], user_name=row["user_name"], mode=row["mode"],
         submitted_at=row["submitted_at"], planned=planned, verdicts=verdicts,
         results={r.run_id: FullResult.model_validate(results[r.run_id]) for r in planned if r.run_id in results},
+        hold=row["precheck_hold"],
     )
 
 
@@ -85,6 +86,7 @@ async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[E
             standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
                                   judged.submitted_at))
     revised = len(events)
+    await repository.settle_cleared(conn, [r["submission_id"] for r in rows if r["precheck_hold"] == "cleared"])
     for gpu in sorted(touched):
         events.extend(await rebuild_board(conn, request, board, gpu, standing[gpu]))
     events.append(RejudgeCompleted(rejudge_id=request.rejudge_id, leaderboard=board, gpu=request.gpu,

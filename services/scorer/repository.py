@@ -12,9 +12,10 @@ from services.scorer.scoring import BoardEntry, RunVerdict
 LOCK_SUBMISSION = "SELECT pg_advisory_xact_lock(8231, $1::int)"
 SUBMISSION_INSERT = """
 INSERT INTO scorer_submissions (submission_id, leaderboard, user_id, user_name, mode, ranking_by, submitted_at,
-                                planned_runs)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING
+                                planned_runs, precheck_hold, precheck_detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING
 """
+SET_HOLD = "UPDATE scorer_submissions SET precheck_hold = $2 WHERE submission_id = $1"
 SUBMISSION = "SELECT * FROM scorer_submissions WHERE submission_id = $1"
 RUN_INSERT = """
 INSERT INTO scorer_runs (run_id, submission_id, gpu, mode, secret, outcome) VALUES ($1, $2, $3, $4, $5, $6)
@@ -44,10 +45,22 @@ async def lock_submission(conn: asyncpg.Connection, submission_id: int) -> None:
 
 
 async def add_submission(conn: asyncpg.Connection, event: SubmissionAccepted) -> None:
+    held = event.precheck is not None and event.precheck.outcome == "hacked"
     await conn.execute(
         SUBMISSION_INSERT, event.submission_id, event.leaderboard, event.user_id, event.user_name, event.mode,
         event.ranking_by, event.submitted_at, [r.model_dump() for r in event.runs],
+        "hacked" if held else None, event.precheck.detail if held else None,
     )
+
+
+async def set_hold(conn: asyncpg.Connection, submission_id: int, hold: str | None) -> None:
+    """`hacked` keeps a submission off the board; `cleared` until the rescore ranking it has run; None: neither."""
+    await conn.execute(SET_HOLD, submission_id, hold)
+
+
+async def settle_cleared(conn: asyncpg.Connection, submission_ids: list[int]) -> None:
+    await conn.execute("UPDATE scorer_submissions SET precheck_hold = NULL "
+                       "WHERE submission_id = ANY($1::bigint[]) AND precheck_hold = 'cleared'", submission_ids)
 
 
 async def submission(conn: asyncpg.Connection, submission_id: int):

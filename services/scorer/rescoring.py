@@ -23,6 +23,8 @@ class Judged:
     planned: list[PlannedRun]
     verdicts: dict[str, RunVerdict]
     results: dict[str, FullResult]  # the stored RunCompleted result of each run that completed
+    # the pre-check's hold: `hacked` never ranks; `cleared` ranks, and had no score before this rescore
+    hold: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,8 @@ def rescored_verdicts(judged: Judged, ranking_by: str) -> dict[str, RunVerdict]:
 
 
 def scores_of(judged: Judged, verdicts: dict[str, RunVerdict], gpus: set[str] | None) -> dict[str, GpuScore]:
+    if judged.hold == "hacked":
+        return {}
     if any(run.run_id not in verdicts for run in judged.planned):
         return {}  # not judged yet: a rejudge leaves it to its own judgement
     decision = scoring.decide(judged.mode, judged.planned, verdicts)
@@ -59,7 +63,7 @@ def rejection_reasons(judged: Judged, verdicts: dict[str, RunVerdict]) -> dict[s
 def revisions(judged: Judged, ranking_by: str, gpus: set[str] | None) -> tuple[list[Revision], dict[str, RunVerdict]]:
     """What a rescore changes for one submission, and its new verdicts."""
     new_verdicts = rescored_verdicts(judged, ranking_by)
-    before = scores_of(judged, judged.verdicts, gpus)
+    before = {} if judged.hold == "cleared" else scores_of(judged, judged.verdicts, gpus)
     after = scores_of(judged, new_verdicts, gpus)
     reasons = rejection_reasons(judged, new_verdicts) if before.keys() - after.keys() else {}
     changed = []
