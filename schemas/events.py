@@ -266,6 +266,7 @@ class ScoreComputed(Event):
     ranking_by: str
     harness_version: str = ""
     submitted_at: datetime
+    hardware: dict[str, str] = {}  # the comparable fingerprint it was measured on (harness.md §5.5)
 
     def identity(self) -> str:
         return f"{self.submission_id}:{self.gpu}"

@@ -24,6 +24,12 @@ class ServiceSettings(BaseSettings):
     metrics_port: int = 0
 
 
+class ScorerSettings(ServiceSettings):
+    # Refuse to rank a score measured on hardware unlike the board's first scored one (KB_SAME_HARDWARE); the
+    # difference is the comparable part of the fingerprint (services/scorer/fingerprints.py).
+    same_hardware: bool = False
+
+
 class OAuthProvider(BaseModel):
     """One OAuth 2 provider's endpoints and this deployment's client (env: a JSON object, e.g. KB_OAUTH_GITHUB)."""
 

@@ -20,11 +20,20 @@ from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import rejudge, repository, scoring
+from services.scorer import fingerprints, rejudge, repository, scoring
 from services.scorer.scoring import BoardEntry
 
 router = NatsRouter()
 kit = KitSlot()
+SAME_HARDWARE_KEY = "same_hardware"
+
+
+def _same_hardware() -> bool:
+    """The deployment's choice (ScorerSettings.same_hardware); off where no service runs (a replay)."""
+    try:
+        return bool(kit().extras.get(SAME_HARDWARE_KEY, False))
+    except RuntimeError:
+        return False
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
                                        ScoreRevised, RejudgeCompleted, SubmissionReinstated, RejudgeRequested))
 
@@ -46,13 +55,18 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
         # held by the source pre-check: it ran, so an admin can judge it, but it never ranks (harness.md §8.2)
         return [SubmissionFinished(submission_id=submission_id, status="hacked", error=row["precheck_detail"],
                                    **tags)]
+    references = {score.gpu: await repository.reference_hardware(conn, row["leaderboard"], score.gpu,
+                                                                  score.hardware, submission_id)
+                  for score in decision.scores}
+    if _same_hardware():
+        decision = fingerprints.hold_back(decision, references)
     events: list[Event] = []
     for score in decision.scores:
         events.append(ScoreComputed(
             submission_id=submission_id, leaderboard=row["leaderboard"], gpu=score.gpu, user_id=row["user_id"],
             user_name=row["user_name"], run_id=score.run_id, score=score.score, secret_score=score.secret_score,
             ranking_by=row["ranking_by"], harness_version=score.harness_version, submitted_at=row["submitted_at"],
-            **tags,
+            hardware=score.hardware, **tags,
         ))
         events.extend(await _rank_change(conn, row, score))
     for rejection in decision.rejections:

@@ -73,16 +73,20 @@ async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[E
     standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
     touched: set[str] = set(gpus or ())
     events: list[Event] = []
-    for row in rows:
-        judged = _judged(row, verdicts.get(row["submission_id"], {}), results)
+    all_judged = [_judged(row, verdicts.get(row["submission_id"], {}), results) for row in rows]
+    references = None
+    if request.same_hardware:  # scores measured on other hardware than the board's are not compared: withdrawn
+        references = rescoring.references_of(all_judged, await repository.board_hardware(conn, board))
+    for row, judged in zip(rows, all_judged, strict=True):
         ranking_by = request.ranking_by or row["ranking_by"]
-        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus)
+        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus, references)
         for run_id, verdict in new_verdicts.items():
             if verdict != judged.verdicts.get(run_id):
                 await repository.set_verdict(conn, run_id, verdict)
         events.extend(_revised(request, board, ranking_by, change) for change in changes)
         touched.update(run.gpu for run in judged.planned if gpus is None)
-        for gpu, score in rescoring.scores_of(judged, new_verdicts, gpus).items():
+        kept, _ = rescoring.comparable(rescoring.scores_of(judged, new_verdicts, gpus), references)
+        for gpu, score in kept.items():
             standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
                                   judged.submitted_at))
     revised = len(events)

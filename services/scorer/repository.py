@@ -164,3 +164,24 @@ async def finish_rerun(conn: asyncpg.Connection, rejudge_id: str, submission_id:
     """The rerun's runs now judge the submission: a later rescore reads their results."""
     await conn.execute(FINISH_RERUN, rejudge_id, submission_id)
     await conn.execute(SET_PLANNED, submission_id, [p.model_dump() for p in planned])
+
+
+# --- hardware ----------------------------------------------------------------------------------------------------
+
+BOARD_HARDWARE_OFFER = """
+INSERT INTO scorer_board_hardware (leaderboard, gpu, hardware, submission_id) VALUES ($1, $2, $3, $4)
+ON CONFLICT (leaderboard, gpu) DO NOTHING
+"""
+BOARD_HARDWARE = "SELECT gpu, hardware FROM scorer_board_hardware WHERE lower(leaderboard) = lower($1)"
+
+
+async def reference_hardware(conn: asyncpg.Connection, leaderboard: str, gpu: str, hardware: dict[str, str],
+                             submission_id: int) -> dict[str, str]:
+    """The board's reference hardware on that GPU: the first scored one's, this one's when it is the first."""
+    if hardware:
+        await conn.execute(BOARD_HARDWARE_OFFER, leaderboard, gpu, hardware, submission_id)
+    return (await board_hardware(conn, leaderboard)).get(gpu, {})
+
+
+async def board_hardware(conn: asyncpg.Connection, leaderboard: str) -> dict[str, dict[str, str]]:
+    return {row["gpu"]: row["hardware"] for row in await conn.fetch(BOARD_HARDWARE, leaderboard)}
