@@ -149,7 +149,11 @@ def test_legitimate_kernels_fire_nothing(file_name: str) -> None:
     assert findings_of(LEGITIMATE[file_name], file_name) == []
 
 
-@pytest.mark.parametrize("path", sorted(PROBLEMS_ROOT.glob("examples/*/solutions/*/*.py")), ids=lambda p: p.stem)
+BUNDLED = sorted([*PROBLEMS_ROOT.glob("*/*/solutions/*/*.py"), *PROBLEMS_ROOT.glob("*/*/solutions/*/*.cu"),
+                  *PROBLEMS_ROOT.glob("*/*/submission.*")])
+
+
+@pytest.mark.parametrize("path", BUNDLED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_bundled_solutions_fire_nothing(path: Path) -> None:
     assert findings_of(path.read_text(), path.name) == []
 
