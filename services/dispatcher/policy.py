@@ -214,11 +214,13 @@ def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[st
 def source_precheck(code: str, file_name: str, mode: str, outcomes: Mapping[str, str] | None = None,
                     multi_gpu: bool = False) -> PrecheckVerdict | None:
     """The source pre-check (harness.md §8.2) after every other check: None when nothing that counts fired; a
-    `refuse` verdict is the caller's refusal (400, its detail). Fails closed: a checker that breaks (a source too
-    deeply nested to read) refuses with 503 rather than let the code through unread."""
+    `refuse` verdict is the caller's refusal (400, its detail). Fails closed, never letting code through unread: a
+    source nested too deeply to read is refused (400), and a checker that breaks answers 503."""
     try:
         verdict = precheck.precheck(code, file_name, mode, outcomes or {}, multi_gpu)
     except (RecursionError, MemoryError):
+        refuse(400, precheck.UNREADABLE)
+    except Exception:  # a fault of the checker, not of the code: the submission may be retried once it is fixed
         refuse(503, precheck.UNAVAILABLE)
     if verdict is None:
         return None

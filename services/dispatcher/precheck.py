@@ -21,6 +21,7 @@ OUTCOMES = ("refuse", "hacked", "warn", "off")
 OUTCOME_ORDER = {"refuse": 0, "hacked": 1, "warn": 2, "off": 3}
 CHECKED_MODES = ("benchmark", "profile", "leaderboard")  # harness.md §8.2: not for `test`, as upstream
 UNAVAILABLE = "KernelGuard pre-check is unavailable right now. Please try again later."
+UNREADABLE = "KernelGuard pre-check could not read the submission: it is nested too deeply. Please simplify it."
 
 
 @dataclass(frozen=True)

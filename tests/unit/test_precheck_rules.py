@@ -334,3 +334,31 @@ def test_overrides_are_validated() -> None:
 
 def test_unparsable_python_is_left_to_the_harness() -> None:
     assert findings_of("def broken(:\n    torch.cuda.Event = None\n", "a.py") == []
+
+
+def test_the_policy_fails_closed(monkeypatch) -> None:
+    from services.dispatcher import policy
+
+    deep = "x = 1" + " + 1" * 200_000
+    with pytest.raises(policy.Refused) as refused:
+        policy.source_precheck(deep, "a.py", "leaderboard")
+    assert (refused.value.refusal.status, refused.value.refusal.detail) == (400, precheck.UNREADABLE)
+
+    def broken(*args, **kwargs):
+        raise KeyError("a rule's bug")
+
+    monkeypatch.setattr(precheck, "python_hits", broken)
+    with pytest.raises(policy.Refused) as unavailable:
+        policy.source_precheck("print(1)\n", "a.py", "leaderboard")
+    assert (unavailable.value.refusal.status, unavailable.value.refusal.detail) == (503, precheck.UNAVAILABLE)
+    assert policy.source_precheck("print(1)\n", "a.py", "test") is None  # test mode is not read at all
+
+
+def test_the_policy_turns_a_verdict_into_the_event_model_and_a_refusal() -> None:
+    from services.dispatcher import policy
+
+    verdict = policy.source_precheck("import os\nos.write(3, b'x')\n", "a.py", "benchmark")
+    assert verdict.outcome == "hacked" and verdict.rules == ["fd-write"] and verdict.findings[0].line == 2
+    assert policy.precheck_refusal(verdict) is None
+    refusing = policy.source_precheck("import os\nos.write(3, b'x')\n", "a.py", "benchmark", {"fd-write": "refuse"})
+    assert policy.precheck_refusal(refusing) == policy.Refusal(400, refusing.detail)
