@@ -98,6 +98,8 @@ async def _rank_change(conn, row, score: scoring.GpuScore) -> list[Event]:
 async def apply_accepted(conn, event: SubmissionAccepted) -> list[Event]:
     await repository.lock_submission(conn, event.submission_id)
     await repository.add_submission(conn, event)
+    if await repository.take_early_clear(conn, event.submission_id):
+        await repository.set_hold(conn, event.submission_id, None)
     return await judge_if_complete(conn, event.submission_id)
 
 
@@ -124,7 +126,10 @@ async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
     so the change is recorded as ScoreRevised and RejudgeCompleted like any other)."""
     await repository.lock_submission(conn, event.submission_id)
     found = await repository.submission(conn, event.submission_id)
-    if found is None or found[0]["precheck_hold"] != "hacked":
+    if found is None:  # its acceptance has not reached the scorer yet: lifted when it does
+        await repository.remember_clear(conn, event.submission_id, event.change_id)
+        return []
+    if found[0]["precheck_hold"] != "hacked":
         return []  # not held (never, or cleared already): nothing to lift
     row, planned = found
     if not row["finished"]:

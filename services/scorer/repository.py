@@ -53,6 +53,17 @@ async def add_submission(conn: asyncpg.Connection, event: SubmissionAccepted) ->
     )
 
 
+async def remember_clear(conn: asyncpg.Connection, submission_id: int, change_id: str) -> None:
+    await conn.execute("INSERT INTO scorer_precheck_clears (submission_id, change_id) VALUES ($1, $2) "
+                       "ON CONFLICT DO NOTHING", submission_id, change_id)
+
+
+async def take_early_clear(conn: asyncpg.Connection, submission_id: int) -> bool:
+    """Whether a clearing arrived before this submission's acceptance (and forget it)."""
+    return await conn.fetchval("DELETE FROM scorer_precheck_clears WHERE submission_id = $1 RETURNING 1",
+                               submission_id) is not None
+
+
 async def set_hold(conn: asyncpg.Connection, submission_id: int, hold: str | None) -> None:
     """`hacked` keeps a submission off the board; `cleared` until the rescore ranking it has run; None: neither."""
     await conn.execute(SET_HOLD, submission_id, hold)
