@@ -109,7 +109,8 @@ async def apply_run_completed(conn, event: RunCompleted) -> list[Event]:
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
                                         event.secret, verdict):
         return []  # this run was already judged: a duplicate report counts once
-    return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
+    reruns = await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
+    return await judge_if_complete(conn, event.submission_id) + reruns
 
 
 async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
@@ -117,7 +118,8 @@ async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
     verdict = scoring.failed_run_verdict(event.reason, event.detail)
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, "", False, verdict):
         return []
-    return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
+    reruns = await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
+    return await judge_if_complete(conn, event.submission_id) + reruns
 
 
 async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
@@ -159,7 +161,7 @@ async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
 async def apply_rerun_planned(conn, event: RerunPlanned) -> list[Event]:
     await repository.lock_submission(conn, event.submission_id)
     await repository.add_rerun(conn, event.rejudge_id, event.submission_id, [r.model_dump() for r in event.runs])
-    return await rejudge.judge_reruns(conn, event.submission_id)
+    return await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
 
 
 # What the scorer's state is built from, in stream order; a replay applies these and keeps what they emit unsent.

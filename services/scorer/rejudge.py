@@ -105,21 +105,24 @@ async def standing(conn: asyncpg.Connection, board: str, gpu: str) -> list[Board
 
 
 async def _current_standing(conn: asyncpg.Connection, board: str, gpus: set[str],
+                            references: dict[str, dict[str, str]] | None = None,
                             ) -> dict[str, list[tuple[BoardEntry, datetime]]]:
-    """Every ranked submission's score as its verdicts stand now, per GPU."""
+    """Every ranked submission's score as its verdicts stand now, per GPU (comparable to `references` if given)."""
     rows = await repository.board_submissions(conn, board)
     verdicts = await repository.verdicts_of(conn, [r["submission_id"] for r in rows])
     standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
     for row in rows:
         judged = _judged(row, verdicts.get(row["submission_id"], {}), {})
-        for gpu, score in rescoring.scores_of(judged, judged.verdicts, gpus).items():
+        kept, _ = rescoring.comparable(rescoring.scores_of(judged, judged.verdicts, gpus), references)
+        for gpu, score in kept.items():
             standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
                                   judged.submitted_at))
     return standing
 
 
-async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Event]:
-    """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock)."""
+async def judge_reruns(conn: asyncpg.Connection, submission_id: int, same_hardware: bool = False) -> list[Event]:
+    """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock); with
+    `same_hardware`, a rerun measured on hardware unlike its board's reference does not score."""
     events: list[Event] = []
     reruns = await repository.open_reruns(conn, submission_id)
     if reruns:
@@ -137,8 +140,9 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Eve
         before = _judged(row, verdicts, {})
         after = rescoring.Judged(**{**before.__dict__, "planned": merged})
         old = rescoring.scores_of(before, verdicts, gpus)
-        new = rescoring.scores_of(after, verdicts, gpus)
-        reasons = rescoring.rejection_reasons(after, verdicts)
+        references = await repository.board_hardware(conn, row["leaderboard"]) if same_hardware else None
+        new, mismatched = rescoring.comparable(rescoring.scores_of(after, verdicts, gpus), references)
+        reasons = rescoring.rejection_reasons(after, verdicts) | mismatched
         await repository.finish_rerun(conn, rejudge_id, submission_id, merged)
         request = RejudgeRequested(rejudge_id=rejudge_id, leaderboard=row["leaderboard"], action="rerun",
                                    event_id=f"RejudgeRequested:{rejudge_id}")
@@ -146,7 +150,7 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Eve
             if old.get(gpu) != new.get(gpu):
                 change = rescoring.Revision(after, gpu, old.get(gpu), new.get(gpu), reasons.get(gpu, ""))
                 events.append(_revised(request, row["leaderboard"], row["ranking_by"], change))
-        standing = await _current_standing(conn, row["leaderboard"], gpus)
+        standing = await _current_standing(conn, row["leaderboard"], gpus, references)
         rerun = RejudgeRequested(rejudge_id=f"{rejudge_id}:{submission_id}", leaderboard=row["leaderboard"],
                                  action="rerun", event_id=request.event_id)
         for gpu in sorted(gpus):
