@@ -59,6 +59,17 @@ def test_a_scorer_asked_for_the_same_hardware_refuses_a_score_from_other_hardwar
     [computed] = [e for e in archived(database_url, "ScoreComputed") if e["user_id"] == "73"]
     assert computed["hardware"]["gpu0.driver"] == "550.54.15" and "gpu0.uuid" not in computed["hardware"]
 
+    # a rerun measured on the other host does not score either: alice leaves the board, carol stays
+    run_cli(platform, "rejudge", "--leaderboard", "hw_live", "--rerun", "--reason", "harness fix")
+    platform.wait_for(lambda: len(archived(database_url, "RerunPlanned")) == 2, "reruns to be planned")
+    [request] = archived(database_url, "RejudgeRequested")
+    by_user = {e["user_id"]: e["submission_id"] for e in archived(database_url, "ScoreComputed")}
+    report_runs(platform, database_url, by_user["71"], [20_000.0], suffix=request["rejudge_id"], system=OLDER_DRIVER)
+    report_runs(platform, database_url, by_user["73"], [10_000.0], suffix=request["rejudge_id"], system=SAME_KIND)
+    platform.wait_for(lambda: ranked_users(platform, "hw_live") == ["carol"], "alice's rerun withdrawn", 60)
+    [withdrawn] = [e for e in archived(database_url, "ScoreRevised") if e["submission_id"] == by_user["71"]]
+    assert withdrawn["score"] is None and withdrawn["reason"] == MISMATCH
+
 
 def test_rejudge_same_hardware_withdraws_scores_measured_elsewhere(remote_platform, database_url):
     platform = remote_platform
