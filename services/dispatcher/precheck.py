@@ -104,9 +104,10 @@ def findings_of(code: str, file_name: str) -> list[Finding]:
             tree = ast.parse(code)
         except (SyntaxError, ValueError):
             return []  # it cannot run either; the harness reports the error
-        hits = list(python_hits(tree))
-        skipped = docstrings(tree)
-        for node in ast.walk(tree):  # sources of inline CUDA / C++ travel as Python strings
+        nodes = list(ast.walk(tree))
+        hits = list(python_hits(nodes))
+        skipped = docstrings(nodes)
+        for node in nodes:  # sources of inline CUDA / C++ travel as Python strings
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and "\n" in node.value \
                     and id(node) not in skipped:
                 hits.extend(c_hits(node.value, node.lineno))

@@ -43,22 +43,43 @@ DYNAMIC_APIS = ("builtins.exec", "builtins.eval", "builtins.compile", "builtins.
                 "types.CodeType", "types.FunctionType", "pickle.loads")
 DYNAMIC_BUILTINS = ("exec", "eval", "compile", "__import__")
 NATIVE_MODULES = ("ctypes", "_ctypes", "cffi")
+TIMING_ROOTS, HARNESS_ROOTS, FD_ROOTS, STDIO_ROOTS, STREAM_ROOTS, THREAD_ROOTS, DYNAMIC_ROOTS = (
+    frozenset(group) for group in (TIMING_APIS, HARNESS_APIS, FD_APIS, STDIO, STREAM_APIS, THREAD_APIS, DYNAMIC_APIS))
 
 
-def _under(name: str, roots: tuple[str, ...]) -> bool:
-    return any(name == root or name.startswith(root + ".") for root in roots)
+def _prefixes(name: str) -> Iterator[str]:
+    end = name.find(".")
+    while end != -1:
+        yield name[:end]
+        end = name.find(".", end + 1)
+    yield name
+
+
+def _under(name: str, roots: frozenset[str]) -> bool:
+    """`name` is one of `roots` or below one (`sys.modules.get` is under `sys.modules`)."""
+    return any(prefix in roots for prefix in _prefixes(name))
+
+
+_TIMING_MODULES = frozenset(prefix for api in TIMING_APIS for prefix in list(_prefixes(api))[:-1] if "." in prefix)
 
 
 def _touches_timing(target: str) -> bool:
     """The target is a timing API, below one, or a module holding one (`torch.cuda = ...`)."""
-    return _under(target, TIMING_APIS) or ("." in target and any(api.startswith(target + ".") for api in TIMING_APIS))
+    return _under(target, TIMING_ROOTS) or target in _TIMING_MODULES
 
 
-class _Reader(ast.NodeVisitor):
-    def __init__(self, aliases: dict[str, str], quiet: set[int]) -> None:
+class _Reader:
+    def __init__(self, aliases: dict[str, str], quiet: set[int], chained: set[int] = frozenset()) -> None:
         self.aliases = aliases
         self.quiet = quiet  # ids of docstrings and of constants compared with (`__name__ == "__main__"`)
+        self.chained = chained  # ids of names and attributes inside a longer chain: the chain is judged whole
         self.hits: list[tuple[str, int]] = []
+
+    def visit_all(self, nodes: list[ast.AST]) -> None:
+        for node in nodes:
+            visit = getattr(self, f"visit_{type(node).__name__}", None)
+            if visit is not None:
+                visit(node)
 
     def hit(self, rule: str, node: ast.AST) -> None:
         self.hits.append((rule, getattr(node, "lineno", 1)))
@@ -79,7 +100,7 @@ class _Reader(ast.NodeVisitor):
             return
         if isinstance(target, ast.Subscript):
             name = self.qualname(target.value)
-            if name and (_under(name, ("sys.modules",)) or name.endswith("__builtins__")):
+            if name and (_under(name, frozenset({"sys.modules"})) or name.endswith("__builtins__")):
                 self.hit("harness-reach", node)
             return
         if not isinstance(target, ast.Attribute):
@@ -91,7 +112,7 @@ class _Reader(ast.NodeVisitor):
             return
         if _touches_timing(name):
             self.hit("timer-patch", node)
-        elif _under(name, STDIO):
+        elif _under(name, STDIO_ROOTS):
             self.hit("fd-write", node)
         elif "." in name and name.split(".")[0] in HARNESS_MODULES:
             self.hit("harness-reach", node)
@@ -99,20 +120,16 @@ class _Reader(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for target in node.targets:
             self.written(target, node)
-        self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.written(node.target, node)
-        self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self.written(node.target, node)
-        self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for target in node.targets:
             self.written(target, node)
-        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         func = self.qualname(node.func)
@@ -129,7 +146,6 @@ class _Reader(ast.NodeVisitor):
             self.hit("dynamic-code", node)
         if func in ("open", "io.open", "builtins.open") and node.args and self._descriptor(node.args[0]):
             self.hit("fd-write", node)
-        self.generic_visit(node)
 
     @staticmethod
     def _descriptor(arg: ast.AST) -> bool:
@@ -140,28 +156,28 @@ class _Reader(ast.NodeVisitor):
 
     # --- reads: names of APIs, dunder attributes, strings ----------------------------------------------------
     def referenced(self, name: str, node: ast.AST) -> None:
-        if _under(name, HARNESS_APIS):
+        if _under(name, HARNESS_ROOTS):
             self.hit("harness-reach", node)
-        elif _under(name, FD_APIS):
+        elif _under(name, FD_ROOTS):
             self.hit("fd-write", node)
-        elif _under(name, STREAM_APIS):
+        elif _under(name, STREAM_ROOTS):
             self.hit("side-stream", node)
-        elif _under(name, THREAD_APIS):
+        elif _under(name, THREAD_ROOTS):
             self.hit("thread", node)
-        elif _under(name, DYNAMIC_APIS):
+        elif _under(name, DYNAMIC_ROOTS):
             self.hit("dynamic-code", node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in HARNESS_ATTRIBUTES:
             self.hit("harness-reach", node)
+        if id(node) in self.chained:
+            return
         name = self.qualname(node)
         if name:
             self.referenced(name, node)
-        if not isinstance(node.value, (ast.Name, ast.Attribute)):
-            self.generic_visit(node)  # a chain is judged whole, not by its prefixes
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in self.aliases:
+        if node.id in self.aliases and id(node) not in self.chained:
             self.referenced(self.aliases[node.id], node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -195,11 +211,12 @@ class _Reader(ast.NodeVisitor):
             self.hit("harness-reach", node)
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
+def _aliases(nodes: list[ast.AST]) -> dict[str, str]:
     """Local name -> the dotted name it stands for, from imports and plain `x = a.b` aliases (two passes, so an
     alias of an alias resolves)."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    assignments = []
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -210,21 +227,22 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, (ast.Name, ast.Attribute)):
+            assignments.append(node)
+    reader = _Reader(aliases, set())
     for _ in range(2):
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                    and isinstance(node.value, (ast.Name, ast.Attribute)):
-                reader = _Reader(aliases, set())
-                name = reader.qualname(node.value)
-                if name and name.split(".")[0] in aliases and name != node.targets[0].id:
-                    aliases[node.targets[0].id] = name
+        for node in assignments:
+            name = reader.qualname(node.value)
+            if name and name.split(".")[0] in aliases and name != node.targets[0].id:
+                aliases[node.targets[0].id] = name
     return aliases
 
 
-def docstrings(tree: ast.Module) -> set[int]:
+def docstrings(nodes: list[ast.AST]) -> set[int]:
     """ids of the docstring constants of the module, its classes and functions."""
     found: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
@@ -232,16 +250,14 @@ def docstrings(tree: ast.Module) -> set[int]:
     return found
 
 
-def _quiet_constants(tree: ast.Module) -> set[int]:
-    found = docstrings(tree)
-    for node in ast.walk(tree):
+def python_hits(nodes: list[ast.AST]) -> Iterator[tuple[str, int]]:
+    """(rule, line) for every Python rule broken by a module's nodes (`list(ast.walk(tree))`, read once)."""
+    quiet, chained = docstrings(nodes), set()
+    for node in nodes:
         if isinstance(node, ast.Compare):
-            found.update(id(part) for part in (node.left, *node.comparators) if isinstance(part, ast.Constant))
-    return found
-
-
-def python_hits(tree: ast.Module) -> Iterator[tuple[str, int]]:
-    """(rule, line) for every Python rule the tree breaks."""
-    reader = _Reader(_aliases(tree), _quiet_constants(tree))
-    reader.visit(tree)
+            quiet.update(id(part) for part in (node.left, *node.comparators) if isinstance(part, ast.Constant))
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
+            chained.add(id(node.value))
+    reader = _Reader(_aliases(nodes), quiet, chained)
+    reader.visit_all(nodes)
     yield from reader.hits
