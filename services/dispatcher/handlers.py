@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 from faststream.nats import NatsRouter
@@ -36,7 +37,7 @@ LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
 RUNNERS_BY_GPU_KEY = "runners_by_gpu"
 
 
-async def judge(conn, event: SubmissionReceived, board, now: datetime
+async def judge(conn, event: SubmissionReceived, board, now: datetime, read: policy.Refusal | list | None = None,
                 ) -> tuple[policy.Refusal | None, PrecheckVerdict | None]:
     """The authoritative admission (http-api.md §6): the shared policy against the policy state and this
     dispatcher's own count of accepted submissions, taken under the category's lock; then the source pre-check
@@ -56,19 +57,31 @@ async def judge(conn, event: SubmissionReceived, board, now: datetime
     )
     if refusal is not None:
         return refusal, None
+    if isinstance(read, policy.Refusal):
+        return read, None  # the source could not be read: never admitted unread
     try:
         verdict = policy.source_precheck(event.code, event.file_name, event.mode, found["precheck_outcomes"],
-                                         board.task.multi_gpu)
+                                         board.task.multi_gpu, findings=read)
     except policy.Refused as refused:
         return refused.refusal, None
     return policy.precheck_refusal(verdict), verdict
 
 
-async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: int):
+def read_source(event: SubmissionReceived) -> policy.Refusal | list:
+    """The pre-check's findings, or why the source could not be read; CPU-bound (a 1 MB file parses for seconds),
+    so it runs in a thread before admission's transaction and lock."""
+    try:
+        return policy.read_source(event.code, event.file_name, event.mode)
+    except policy.Refused as refused:
+        return refused.refusal
+
+
+async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: int,
+                         read: policy.Refusal | list | None = None):
     board = await repository.board(conn, event.leaderboard)
     # judged at the time the submission was received, so a backlog worked off late is judged as it arrived
     now = event.occurred_at
-    refusal, verdict = await judge(conn, event, board, now)
+    refusal, verdict = await judge(conn, event, board, now, read)
     tags = {"correlation_id": str(event.submission_id), "causation_id": event.event_id}
     if refusal is not None:
         return [SubmissionRejected(submission_id=event.submission_id, reason=refusal.detail,
@@ -99,7 +112,8 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
 @router.subscriber("evt.submission.received", **durable_consumer("dispatcher-admit"), title="dispatcher-admit")
 async def on_submission_received(event: SubmissionReceived) -> None:
     allowance = kit().extras.get(LAUNCH_ALLOWANCE_KEY, 60)
-    await kit().handle(lambda conn: admit_and_plan(conn, event, allowance))
+    read = await asyncio.to_thread(read_source, event)
+    await kit().handle(lambda conn: admit_and_plan(conn, event, allowance, read))
 
 
 @router.subscriber(f"{RUNNER_REPORT_PREFIX}.*.run.completed",

@@ -211,22 +211,30 @@ def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[st
     return None
 
 
-def source_precheck(code: str, file_name: str, mode: str, outcomes: Mapping[str, str] | None = None,
-                    multi_gpu: bool = False) -> PrecheckVerdict | None:
-    """The source pre-check (harness.md §8.2) after every other check: None when nothing that counts fired; a
-    `refuse` verdict is the caller's refusal (400, its detail). Fails closed, never letting code through unread: a
-    source nested too deeply to read is refused (400), and a checker that breaks answers 503."""
+def read_source(code: str, file_name: str, mode: str) -> list[precheck.Finding]:
+    """The source pre-check's findings (harness.md §8.2). Fails closed, never letting code through unread: a source
+    nested too deeply to read is refused (400), and a checker that breaks answers 503."""
     try:
-        verdict = precheck.precheck(code, file_name, mode, outcomes or {}, multi_gpu)
+        return precheck.findings_for(code, file_name, mode)
     except (RecursionError, MemoryError):
         refuse(400, precheck.UNREADABLE)
     except Exception:  # a fault of the checker, not of the code: the submission may be retried once it is fixed
         refuse(503, precheck.UNAVAILABLE)
+
+
+def source_precheck(code: str, file_name: str, mode: str, outcomes: Mapping[str, str] | None = None,
+                    multi_gpu: bool = False, findings: list[precheck.Finding] | None = None
+                    ) -> PrecheckVerdict | None:
+    """The source pre-check after every other check, under the competition's outcomes: None when nothing that
+    counts fired; a `refuse` verdict is the caller's refusal (400, its detail). `findings` read before (outside
+    admission's transaction, say) are judged as they are; otherwise the source is read here (`read_source`)."""
+    if findings is None:
+        findings = read_source(code, file_name, mode)
+    verdict = precheck.verdict_of(findings, outcomes or {}, multi_gpu)
     if verdict is None:
         return None
-    findings = [PrecheckFinding(rule=f.rule, severity=f.severity, message=f.message, line=f.line)
-                for f in verdict.findings]
-    return PrecheckVerdict(outcome=verdict.outcome, findings=findings, detail=verdict.detail)
+    return PrecheckVerdict(outcome=verdict.outcome, detail=verdict.detail, findings=[
+        PrecheckFinding(rule=f.rule, severity=f.severity, message=f.message, line=f.line) for f in verdict.findings])
 
 
 def precheck_refusal(verdict: PrecheckVerdict | None) -> Refusal | None:

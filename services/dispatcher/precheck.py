@@ -134,13 +134,17 @@ def rejection_text(findings: list[Finding] | tuple[Finding, ...]) -> str:
     return f"Submission rejected by KernelGuard pre-check ({reason}). Matched rules: {', '.join(rules)}."
 
 
-def precheck(code: str, file_name: str, mode: str, overrides: Mapping[str, str] | None = None,
-             multi_gpu: bool = False) -> Verdict | None:
-    """The pre-check's verdict, None when nothing that counts fired (or the mode is not checked)."""
-    if mode not in CHECKED_MODES:
-        return None
+def findings_for(code: str, file_name: str, mode: str) -> list[Finding]:
+    """The findings that may count for a submission: none in a mode that is not checked. The costly part (it
+    parses the source), independent of any competition's outcomes, so it can run before admission's transaction."""
+    return findings_of(code, file_name) if mode in CHECKED_MODES else []
+
+
+def verdict_of(findings: list[Finding], overrides: Mapping[str, str] | None = None,
+               multi_gpu: bool = False) -> Verdict | None:
+    """The competition's verdict on the findings: None when nothing that counts fired."""
     overrides = overrides or {}
-    counted = [f for f in findings_of(code, file_name) if outcome_of(f.rule, overrides, multi_gpu) != "off"]
+    counted = [f for f in findings if outcome_of(f.rule, overrides, multi_gpu) != "off"]
     if not counted:
         return None
     outcome = min((outcome_of(f.rule, overrides, multi_gpu) for f in counted), key=OUTCOME_ORDER.__getitem__)
@@ -152,6 +156,12 @@ def precheck(code: str, file_name: str, mode: str, overrides: Mapping[str, str] 
     else:
         detail = rejection_text(ordered)
     return Verdict(outcome, ordered, detail)
+
+
+def precheck(code: str, file_name: str, mode: str, overrides: Mapping[str, str] | None = None,
+             multi_gpu: bool = False) -> Verdict | None:
+    """The pre-check's verdict, None when nothing that counts fired (or the mode is not checked)."""
+    return verdict_of(findings_for(code, file_name, mode), overrides, multi_gpu)
 
 
 def validate_overrides(overrides: Mapping[str, str]) -> dict[str, str]:

@@ -63,6 +63,10 @@ def test_a_refusing_rule_answers_the_submit_and_competitions_choose_outcomes(pla
     assert refused.json()["detail"] == (f"Submission rejected by KernelGuard pre-check (line {THREAD_LINE}: starts "
                                         "threads or processes). Matched rules: thread.")
     assert platform.submit(carol, "vectoradd_py", "cpu", "test", THREADED).status_code == 202  # test: unchecked
+    unreadable = platform.submit(carol, "vectoradd_py", "cpu", "benchmark", "x = 1" + " + 1" * 200_000 + "\n")
+    assert unreadable.status_code == 400  # never admitted unread
+    assert unreadable.json()["detail"] == ("KernelGuard pre-check could not read the submission: it is nested too "
+                                           "deeply. Please simplify it.")
 
     bad = platform.http.put("/admin/leaderboards/vectoradd_py/precheck", headers=ADMIN,
                             json={"outcomes": {"threads": "off"}})
