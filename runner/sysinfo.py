@@ -51,9 +51,40 @@ def hardware_fingerprint(runtime: str, gpu_names: list[str], cpufreq: Path = CPU
         return Fingerprint(source="rocm-smi", cpu=cpu, gpus=[
             GpuFingerprint(index=i, name=name, runtime_version=version) for i, name in enumerate(gpu_names)])
     if gpu_names:
-        return Fingerprint(source="nvidia-smi", cpu=cpu,
-                           gpus=[GpuFingerprint(index=i, name=name) for i, name in enumerate(gpu_names)])
+        gpus = smi_fingerprints() or [GpuFingerprint(index=i, name=name) for i, name in enumerate(gpu_names)]
+        return Fingerprint(source="nvidia-smi", cpu=cpu, gpus=gpus)
     return Fingerprint(source="none", cpu=cpu)
+
+
+SMI_FIELDS = ("index", "name", "uuid", "driver_version", "clocks.applications.graphics",
+              "clocks.applications.memory", "clocks.max.sm", "power.limit", "ecc.mode.current", "memory.total",
+              "mig.mode.current")
+
+
+def smi_fingerprints() -> list[GpuFingerprint]:
+    """The fingerprint from nvidia-smi where NVML's Python binding is missing (no CUDA version: the query has none)."""
+    found = []
+    for line in _smi_lines(["nvidia-smi", f"--query-gpu={','.join(SMI_FIELDS)}", "--format=csv,noheader,nounits"]):
+        values = [value.strip() for value in line.split(",")]
+        if len(values) != len(SMI_FIELDS):
+            continue
+        row = {key: (None if value.strip("[]").lower() in ("n/a", "not supported", "") else value)
+               for key, value in zip(SMI_FIELDS, values, strict=True)}
+        found.append(GpuFingerprint(
+            index=_number(row["index"], int) or 0, name=row["name"] or "", uuid=row["uuid"] or "",
+            driver=row["driver_version"] or "", sm_clock_mhz=_number(row["clocks.applications.graphics"], int),
+            memory_clock_mhz=_number(row["clocks.applications.memory"], int),
+            max_sm_clock_mhz=_number(row["clocks.max.sm"], int), power_limit_w=_number(row["power.limit"], float),
+            ecc=(row["ecc.mode.current"] or "").lower(), memory_mib=_number(row["memory.total"], int),
+            mig=(row["mig.mode.current"] or "").lower()))
+    return found
+
+
+def _number(text: str | None, kind: type) -> int | float | None:
+    try:
+        return kind(float(text)) if text is not None else None
+    except ValueError:
+        return None
 
 
 def cpu_fingerprint(cpufreq: Path = CPUFREQ, cpuinfo_path: str = "/proc/cpuinfo") -> CpuFingerprint:

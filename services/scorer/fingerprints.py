@@ -28,12 +28,18 @@ def hardware_of(system: SystemInfo) -> dict[str, str]:
             if getattr(fingerprint.cpu, name) not in (None, "", 0)}
 
 
+def _devices(hardware: dict[str, str]) -> int:
+    return len({key.split(".")[0] for key in hardware if key.startswith("gpu")})
+
+
 def differences(reference: dict[str, str], other: dict[str, str]) -> list[str]:
-    """What differs, as `field: reference ≠ other`; nothing when either side is unknown."""
+    """What differs, as `field: reference ≠ other`: the number of GPUs, and every field both sides know (one host
+    may not report what another does, nvidia-smi having no CUDA version); nothing when either side is unknown."""
     if not reference or not other:
         return []
-    return [f"{key}: {reference.get(key, '(none)')} ≠ {other.get(key, '(none)')}"
-            for key in sorted(reference.keys() | other.keys()) if reference.get(key) != other.get(key)]
+    found = [f"gpus: {_devices(reference)} ≠ {_devices(other)}"] if _devices(reference) != _devices(other) else []
+    return found + [f"{key}: {reference[key]} ≠ {other[key]}"
+                    for key in sorted(reference.keys() & other.keys()) if reference[key] != other[key]]
 
 
 def mismatch_reason(gpu: str, found: list[str]) -> str:

@@ -163,3 +163,25 @@ def test_a_run_measured_while_throttling_is_flagged(tiny_payload, install_nvml):
         in public
     secret = report("H100", "local", "leaderboard", secret=True, result=dumped)
     assert "> ⚠ GPU throttled during leaderboard" in secret and "Running on" not in secret
+
+
+def test_without_the_nvml_binding_nvidia_smi_answers(tmp_path: Path, monkeypatch):
+    """A host whose image lacks nvidia-ml-py: the fingerprint comes from nvidia-smi's query (a fake binary here)."""
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text("#!/bin/sh\n"
+                   "case \"$1\" in --query-gpu=name) echo 'NVIDIA H100 80GB HBM3';;\n"
+                   "  --query-gpu=index,*) echo '0, NVIDIA H100 80GB HBM3, GPU-5e1f, 550.54.15, 1755, 2619, 1980, "
+                   "700.00, Enabled, 81559, [N/A]';;\n  *) exit 1;;\nesac\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{__import__('os').environ['PATH']}")
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    nvml.reset()
+    sysinfo.collect_system_info.cache_clear()
+    try:
+        info = sysinfo.collect_system_info()
+    finally:
+        sysinfo.collect_system_info.cache_clear()
+    assert (info.gpu, info.runtime, info.fingerprint.source) == ("NVIDIA H100 80GB HBM3", "CUDA", "nvidia-smi")
+    [gpu] = info.fingerprint.gpus
+    assert (gpu.uuid, gpu.driver, gpu.sm_clock_mhz, gpu.max_sm_clock_mhz, gpu.power_limit_w, gpu.ecc, gpu.mig,
+            gpu.memory_mib) == ("GPU-5e1f", "550.54.15", 1755, 1980, 700.0, "enabled", "", 81559)

@@ -26,6 +26,11 @@ def test_what_matters_on_a_gpu_board_and_what_does_not():
     capped = fingerprints.hardware_of(gpu_host(power_limit_w=500.0, ecc="disabled"))
     assert fingerprints.differences(reference, capped) == ["gpu0.ecc: enabled ≠ disabled",
                                                            "gpu0.power_limit_w: 700.0 ≠ 500.0"]
+    # a host reporting less (nvidia-smi knows no CUDA version) is judged on what both know; GPU counts always
+    partial = {k: v for k, v in reference.items() if k != "gpu0.runtime_version"}
+    assert fingerprints.differences(reference, partial) == []
+    two = reference | {k.replace("gpu0", "gpu1"): v for k, v in reference.items()}
+    assert fingerprints.differences(reference, two) == ["gpus: 1 ≠ 2"]
 
 
 def test_a_cpu_board_compares_model_cores_and_governor_never_frequency():
