@@ -61,6 +61,8 @@ def _under(name: str, roots: frozenset[str]) -> bool:
 
 
 _TIMING_MODULES = frozenset(prefix for api in TIMING_APIS for prefix in list(_prefixes(api))[:-1] if "." in prefix)
+# Everything holding a timing API, top-level modules included: an attribute written by a computed name may be one.
+_TIMING_OWNERS = frozenset(prefix for api in TIMING_APIS for prefix in list(_prefixes(api))[:-1])
 
 
 def _touches_timing(target: str) -> bool:
@@ -102,10 +104,26 @@ class _Reader:
             name = self.qualname(target.value)
             if name and (_under(name, frozenset({"sys.modules"})) or name.endswith("__builtins__")):
                 self.hit("harness-reach", node)
+            elif name and name.endswith(".__dict__"):  # `torch.cuda.__dict__["Event"] = ...` is a setattr
+                self.attribute_written(name.removesuffix(".__dict__"), target.slice, node)
+            elif isinstance(target.value, ast.Call) and self.qualname(target.value.func) == "vars" \
+                    and target.value.args:  # so is `vars(torch.cuda)["Event"] = ...`
+                self.attribute_written(self.qualname(target.value.args[0]), target.slice, node)
             return
         if not isinstance(target, ast.Attribute):
             return
         self.assigned(self.qualname(target), node)
+
+    def attribute_written(self, owner: str | None, attribute: ast.AST, node: ast.AST) -> None:
+        """`setattr(owner, attribute, ...)` and its spellings; an attribute computed at run time counts as any."""
+        if not owner:
+            return
+        if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
+            self.assigned(f"{owner}.{attribute.value}", node)
+        elif _touches_timing(owner) or owner in _TIMING_OWNERS:
+            self.hit("timer-patch", node)
+        elif owner.split(".")[0] in HARNESS_MODULES:
+            self.hit("harness-reach", node)
 
     def assigned(self, name: str | None, node: ast.AST) -> None:
         if not name:
@@ -134,11 +152,7 @@ class _Reader:
     def visit_Call(self, node: ast.Call) -> None:
         func = self.qualname(node.func)
         if func in ("setattr", "delattr", "object.__setattr__", "builtins.setattr") and len(node.args) >= 2:
-            owner, attribute = self.qualname(node.args[0]), node.args[1]
-            if isinstance(attribute, ast.Constant) and isinstance(attribute.value, str):
-                self.assigned(f"{owner}.{attribute.value}" if owner else None, node)
-            elif owner and (_touches_timing(owner + ".x") or owner.split(".")[0] in HARNESS_MODULES):
-                self.hit("timer-patch" if _touches_timing(owner + ".x") else "harness-reach", node)
+            self.attribute_written(self.qualname(node.args[0]), node.args[1], node)
         if isinstance(node.func, ast.Name) and node.func.id in DYNAMIC_BUILTINS and node.func.id not in self.aliases:
             self.hit("dynamic-code", node)
         if func in ("importlib.import_module", "builtins.__import__") and node.args \

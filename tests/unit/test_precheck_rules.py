@@ -168,6 +168,10 @@ FIRING = {
         "import time\ntime.perf_counter_ns = lambda: 0\n",
         "import torch\nsetattr(torch.cuda, 'synchronize', lambda: None)\n",
         "import torch\ncuda = torch.cuda\ncuda.Event = None\n",
+        "import torch\nsetattr(torch.cuda, 'Ev' + 'ent', None)\n",
+        "import time\nname = 'perf_counter'\nsetattr(time, name, lambda: 0)\n",
+        "import torch\ntorch.cuda.__dict__['Event'] = None\n",
+        "import torch\nvars(torch.cuda)['synchronize'] = lambda: None\n",
         "import torch\ntorch.cuda = None\n",
         'src = """\ncudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t a, cudaEvent_t b) { *ms = 0; return '
         'cudaSuccess; }\n"""\n',
@@ -226,6 +230,7 @@ QUIET = {
         "import time\nt0 = time.perf_counter()\n",
         "import time\n\n\nclass Clock:\n    def __init__(self):\n        self.time = time.time()\n",
         "# torch.cuda.Event = FakeEvent would be cheating\n",
+        "class Box:\n    pass\n\n\nbox = Box()\nsetattr(box, 'time', 1)\nvars(box)['Event'] = 2\n",
         'src = """\ncudaEventRecord(start);\ncudaEventElapsedTime(&ms, start, stop);\n"""\n',
     ],
     "harness-reach": [
