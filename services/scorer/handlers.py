@@ -20,6 +20,7 @@ from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
+from services.kit.settings import ScorerSettings
 from services.scorer import fingerprints, rejudge, repository, scoring
 from services.scorer.scoring import BoardEntry
 
@@ -29,11 +30,14 @@ SAME_HARDWARE_KEY = "same_hardware"
 
 
 def _same_hardware() -> bool:
-    """The deployment's choice (ScorerSettings.same_hardware); off where no service runs (a replay)."""
+    """The deployment's choice (ScorerSettings.same_hardware): the running scorer's, or, where no scorer runs (an
+    operator's replay), the environment's, so a replay judges as the live scorer did."""
     try:
         return bool(kit().extras.get(SAME_HARDWARE_KEY, False))
     except RuntimeError:
-        return False
+        return ScorerSettings().same_hardware
+
+
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
                                        ScoreRevised, RejudgeCompleted, SubmissionReinstated, RejudgeRequested))
 
@@ -109,8 +113,8 @@ async def apply_run_completed(conn, event: RunCompleted) -> list[Event]:
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
                                         event.secret, verdict):
         return []  # this run was already judged: a duplicate report counts once
-    reruns = await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
-    return await judge_if_complete(conn, event.submission_id) + reruns
+    judged = await judge_if_complete(conn, event.submission_id)
+    return judged + await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
 
 
 async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
@@ -118,8 +122,8 @@ async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
     verdict = scoring.failed_run_verdict(event.reason, event.detail)
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, "", False, verdict):
         return []
-    reruns = await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
-    return await judge_if_complete(conn, event.submission_id) + reruns
+    judged = await judge_if_complete(conn, event.submission_id)
+    return judged + await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
 
 
 async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
