@@ -44,11 +44,13 @@ def test_a_hacked_submission_stays_off_the_board_until_an_admin_clears_it(platfo
     cleared = platform.http.post(f"/admin/submissions/{flagged_id}/precheck/clear", headers=ADMIN,
                                  json={"reason": "gc is only counted"})
     assert cleared.status_code == 200, cleared.text
-    assert cleared.json()["submission_status"] == "succeeded"
     assert cleared.json()["precheck"]["cleared_by"] == "admin"
+    assert cleared.json()["precheck"]["clear_reason"] == "gc is only counted"
+    platform.wait_for(lambda: (platform.submission(bob, flagged_id)["job"]["status"],
+                               platform.submission(bob, flagged_id)["job"]["error"]) == ("succeeded", None),
+                      "the job reinstated")
     platform.wait_for(lambda: {r["submission_id"] for r in platform.ranking("vectoradd_py", "cpu")}
                       == {honest_id, flagged_id}, "the cleared submission on the board")
-    assert platform.submission(bob, flagged_id)["job"]["status"] == "succeeded"
     again = platform.http.post(f"/admin/submissions/{flagged_id}/precheck/clear", headers=ADMIN)
     assert again.status_code == 409 and "already cleared" in again.json()["detail"]
     assert platform.http.post(f"/admin/submissions/{honest_id}/precheck/clear", headers=ADMIN).status_code == 404

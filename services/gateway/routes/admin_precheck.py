@@ -52,7 +52,8 @@ async def show_verdict(submission_id: int, pool: Pool) -> dict:
 
 @router.post("/submissions/{submission_id}/precheck/clear")
 async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: JsonBody = None) -> dict:
-    """Clear a `hacked` verdict judged a false positive; the scorer reinstates the submission and rescores."""
+    """Clear a `hacked` verdict judged a false positive; the scorer then reinstates the submission (its job status
+    leaves `hacked`) and rescores its board. Answers once the clearing shows."""
     reason = field(body, "reason")
     if reason is not None and (not isinstance(reason, str) or "\x00" in reason):
         raise HTTPException(400, "reason must be a string")
@@ -61,8 +62,9 @@ async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: 
     except precheck.PrecheckError as error:
         raise _http(error) from error
 
-    async def shown() -> bool:
-        return await repository.submission_status(pool, submission_id) != "hacked"
+    async def shown() -> bool:  # the clearing itself; the scorer's reinstatement and rescore follow it
+        verdict = await repository.precheck_verdict(pool, submission_id)
+        return verdict is not None and verdict["cleared_at"] is not None
 
     await publish_and_settle(request, event, shown)
     return {"status": "ok", "submission_id": submission_id,
