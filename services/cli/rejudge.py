@@ -52,6 +52,11 @@ def rejudge(
             except rejudging.RejudgeError as exc:
                 raise fail(str(exc)) from exc
             gpus = [gpu] if gpu else list((await rejudging.repository.board(conn, leaderboard))["gpus"])
+            if action == "rescore" and not same_hardware:
+                for board_gpu, kinds in sorted((await rejudging.hardware_spread(conn, request.leaderboard)).items()):
+                    if len(kinds) > 1:
+                        typer.echo(f"Warning: the scores on {board_gpu} were measured on {len(kinds)} hardware "
+                                   "configurations; --same-hardware compares only those on the board's own.")
             if dry_run:
                 if action == "rerun":
                     count = await rejudging.rerun_candidates(conn, request)

@@ -95,3 +95,7 @@ async def wait_for_completion(conn: asyncpg.Connection, rejudge_id: str, timeout
 
 async def rerun_candidates(conn: asyncpg.Connection, request: RejudgeRequested) -> int:
     return await repository.ranked_count(conn, request.leaderboard, request.gpu)
+
+
+async def hardware_spread(conn: asyncpg.Connection, leaderboard: str) -> dict[str, list[dict[str, str]]]:
+    return await rejudge.hardware_spread(conn, leaderboard)

@@ -156,3 +156,16 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int, same_hardwa
         for gpu in sorted(gpus):
             events.extend(await rebuild_board(conn, rerun, row["leaderboard"], gpu, standing[gpu]))
     return events
+
+
+async def hardware_spread(conn: asyncpg.Connection, board: str) -> dict[str, list[dict[str, str]]]:
+    """Per GPU, the distinct hardware (comparable fingerprints) its ranked scores were measured on."""
+    rows = await repository.board_submissions(conn, board)
+    verdicts = await repository.verdicts_of(conn, [r["submission_id"] for r in rows])
+    spread: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        judged = _judged(row, verdicts.get(row["submission_id"], {}), {})
+        for gpu, score in rescoring.scores_of(judged, judged.verdicts, None).items():
+            if score.hardware and score.hardware not in spread[gpu]:
+                spread[gpu].append(score.hardware)
+    return dict(spread)

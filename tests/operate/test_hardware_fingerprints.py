@@ -79,6 +79,8 @@ def test_rejudge_same_hardware_withdraws_scores_measured_elsewhere(remote_platfo
     assert platform.wait_done(bob, bob_id)["job"]["status"] == "succeeded"  # by default the scorer compares
     platform.wait_for(lambda: ranked_users(platform, "hw_rejudge") == ["bob", "alice"], "both ranked")
 
+    plain = run_cli(platform, "rejudge", "-l", "hw_rejudge", "--rescore", "--dry-run")
+    assert "Warning: the scores on remote were measured on 2 hardware configurations" in plain.stdout
     preview = run_cli(platform, "rejudge", "-l", "hw_rejudge", "--rescore", "--same-hardware", "--dry-run")
     assert "reference hardware only" in preview.stdout and "-> off the board" in preview.stdout
     assert ranked_users(platform, "hw_rejudge") == ["bob", "alice"]  # a dry run changes nothing
