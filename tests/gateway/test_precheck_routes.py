@@ -32,6 +32,10 @@ def test_outcomes_verdicts_and_clearing_with_their_errors(gateway):
     cleared = admin(gateway, "POST", f"/admin/submissions/{hacked}/precheck/clear", json={"reason": "ours"})
     assert cleared.status_code == 200 and cleared.json()["precheck"]["clear_reason"] == "ours"
     gateway.wait_for(lambda: gateway.submission(cli_id, hacked)["job"]["status"] == "succeeded", "reinstated")
+    benchmark = gateway.submit(cli_id, board, "null", "benchmark", TIMER_PATCH).json()["details"]["id"]
+    assert gateway.wait_done(cli_id, benchmark)["job"]["status"] == "hacked"  # unranked modes are held too
+    assert admin(gateway, "POST", f"/admin/submissions/{benchmark}/precheck/clear").status_code == 200
+    gateway.wait_for(lambda: gateway.submission(cli_id, benchmark)["job"]["status"] == "succeeded", "reinstated")
 
     changed = admin(gateway, "PUT", f"/admin/leaderboards/{board}/precheck",
                     json={"outcomes": {"timer-patch": "refuse"}})
