@@ -44,7 +44,10 @@ def test_outcomes_verdicts_and_clearing_with_their_errors(gateway):
     assert refused.status_code == 400 and "Matched rules: timer-patch." in refused.json()["detail"]
     admin(gateway, "PUT", f"/admin/leaderboards/{board}/precheck", json={"outcomes": {"timer-patch": "warn"}})
     warned = gateway.submit(cli_id, board, "null", "benchmark", TIMER_PATCH).json()["details"]["id"]
-    assert gateway.wait_done(cli_id, warned)["job"]["status"] == "succeeded"
+    warned_view = gateway.wait_done(cli_id, warned)
+    assert warned_view["job"]["status"] == "succeeded"
+    assert warned_view["warnings"] == ["KernelGuard pre-check warning: timer-patch"]  # the submitter sees it
+    assert gateway.submission(cli_id, hacked)["warnings"] == []
     not_hacked = admin(gateway, "POST", f"/admin/submissions/{warned}/precheck/clear")
     assert not_hacked.status_code == 409 and "was not marked hacked (pre-check outcome: warn)" in not_hacked.text
     assert admin(gateway, "GET", "/admin/submissions/999999999/precheck").status_code == 404
