@@ -31,6 +31,7 @@ class CompetitionEntry:
     deadline: str | None  # as written; parse with parse_deadline
     gpus: list[str] | None  # None: take them from task.yml
     problem: str | None = None
+    precheck: dict[str, str] | None = None  # this problem's pre-check outcomes, over the file's
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class CompetitionFile:
     set_name: str  # the file stem
     title: str
     entries: list[CompetitionEntry]
+    # `precheck:` — the source pre-check's outcome per rule for every problem of the file (harness.md §8.2)
+    precheck: dict[str, str] | None = None
 
 
 def parse_deadline(value: object, now: datetime | None = None) -> datetime:
@@ -79,7 +82,20 @@ def load_competition(path: Path) -> CompetitionFile:
     if not isinstance(problems, list):
         raise CompetitionFileError(f"{path}: problems: must be a list, got {type(problems).__name__}")
     entries = [_entry(path, index, item) for index, item in enumerate(problems)]
-    return CompetitionFile(path=path, set_name=path.stem, title=str(raw.get("name") or path.stem), entries=entries)
+    precheck, problem = _outcomes(raw.get("precheck"), f"{path}: precheck")
+    if problem:
+        raise CompetitionFileError(problem)
+    return CompetitionFile(path=path, set_name=path.stem, title=str(raw.get("name") or path.stem), entries=entries,
+                           precheck=precheck)
+
+
+def _outcomes(value: Any, where: str) -> tuple[dict[str, str] | None, str | None]:
+    """A `precheck:` mapping of rule name to outcome, checked for shape only (the rules are the platform's)."""
+    if value is None:
+        return None, None
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None, f"{where}: must be a mapping of rule name to outcome, got {value!r}"
+    return dict(value), None
 
 
 def _entry(path: Path, index: int, item: Any) -> CompetitionEntry:
@@ -95,4 +111,5 @@ def _entry(path: Path, index: int, item: Any) -> CompetitionEntry:
     if gpus is not None and (not isinstance(gpus, list) or not all(isinstance(g, str) and g for g in gpus)):
         problem = f"{where}.gpus: must be a list of GPU names, got {gpus!r}"
         gpus = None
-    return CompetitionEntry(name, directory, deadline, list(gpus) if gpus else None, problem)
+    precheck, wrong = _outcomes(item.get("precheck"), f"{where}.precheck")
+    return CompetitionEntry(name, directory, deadline, list(gpus) if gpus else None, problem or wrong, precheck)

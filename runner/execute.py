@@ -24,6 +24,7 @@ from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_o
 from .sandbox import RunSandbox, SandboxPolicy
 from .sysinfo import collect_system_info
 from .taskfile import render_case_file
+from .telemetry import measured
 
 WARM_UP_TIMEOUT_SECONDS = 120
 WARM_UP_FILE = "submission.py"
@@ -85,7 +86,8 @@ def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo) -> dict[s
     for index, plan in enumerate(plans):
         # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
         stage_start = start if index == 0 else _now()
-        runs[plan.key] = _run_stage(program, plan, payload, box, stage_env, compilation, stage_start)
+        runs[plan.key] = measured(plan.key, lambda plan=plan, stage_start=stage_start: _run_stage(program, plan, payload, box, stage_env, compilation,
+                                                               stage_start))
         stage = runs[plan.key].run
         if not (stage and stage.success and stage.passed) and payload.mode != "profile":
             break

@@ -79,9 +79,38 @@ def fenced(text: str) -> str:
     return f"{fence}\n{text}\n{fence}"
 
 
+def _value(value: Any, unit: str = "") -> str:
+    return "–" if value in (None, "") else f"{value}{unit}"
+
+
+def fingerprint_lines(fingerprint: dict[str, Any]) -> list[str]:
+    """The hardware fingerprint (harness.md §5.5) of each GPU and of the CPU, one line each."""
+    lines = []
+    for gpu in fingerprint.get("gpus") or []:
+        lines.append(f"* GPU {gpu.get('index', 0)}: `{gpu.get('name', '')}`, driver {_value(gpu.get('driver'))}, "
+                     f"CUDA/ROCm {_value(gpu.get('runtime_version'))}, SM clock {_value(gpu.get('sm_clock_mhz'))}"
+                     f" MHz (max {_value(gpu.get('max_sm_clock_mhz'))}), power limit "
+                     f"{_value(gpu.get('power_limit_w'), ' W')}, ECC {_value(gpu.get('ecc'))}")
+    cpu = fingerprint.get("cpu") or {}
+    if cpu.get("cores"):
+        lines.append(f"* CPU cores: {cpu['cores']}, governor {_value(cpu.get('governor'))}, frequency "
+                     f"{_value(cpu.get('frequency_mhz'), ' MHz')}")
+    return lines
+
+
 def system_info(system: dict[str, Any]) -> Text:
     lines = ["Running on:"] + [f"* {label}: `{system.get(key, '')}`" for label, key in SYSTEM_FIELDS]
-    return Text("\n".join(lines))
+    return Text("\n".join(lines + fingerprint_lines(system.get("fingerprint") or {})))
+
+
+def throttle_note(evaluation: dict[str, Any]) -> list[Part]:
+    """A timed stage measured while a GPU slowed itself down is flagged: its times are not to be trusted."""
+    telemetry = evaluation.get("telemetry") or {}
+    if not telemetry.get("throttled"):
+        return []
+    reasons = ", ".join(telemetry.get("throttle_reasons") or []) or "unknown"
+    return [Text(f"⚠ Measured while the GPU was throttling ({reasons}); these times may be slower than the "
+                 "hardware allows.")]
 
 
 def _output_logs(run: dict[str, Any], prefix: str = "Program") -> list[Part]:
@@ -241,6 +270,7 @@ def long_report(result: dict[str, Any], extra: str = "") -> list[Part]:
             parts.extend(profile_parts(runs[stage]))
         else:
             parts.append(Log(header, benchmark_log(runs[stage]["run"].get("result", {}))))
+            parts.extend(throttle_note(runs[stage]))
     if len(runs) == 1:
         only = next(iter(runs.values()))
         parts.extend(_output_logs(only.get("run") or {}))

@@ -88,8 +88,15 @@ def status_text(gpu: str, backend: str, mode: str, *, secret: bool, result: dict
     """Title and short lines of one FullResult; a run the runner could not complete shows only its error."""
     if not result.get("success"):
         return f"{title(gpu, backend, secret=secret, success=False)}\n> {result.get('error') or 'runner failed'}"
-    lines = short_lines(result.get("runs", {}), ranked=mode in RANKED_MODES or secret)
+    runs = result.get("runs", {})
+    lines = short_lines(runs, ranked=mode in RANKED_MODES or secret) + throttled_lines(runs)
     return "\n".join([title(gpu, backend, secret=secret, success=True), *(f"> {line}" for line in lines)])
+
+
+def throttled_lines(runs: dict[str, dict[str, Any]]) -> list[str]:
+    """A flag per timed stage measured while the GPU throttled (secret runs show it too: it reveals no data)."""
+    return [f"⚠ GPU throttled during {stage} ({', '.join(e['telemetry'].get('throttle_reasons') or [])})"
+            for stage, e in runs.items() if (e.get("telemetry") or {}).get("throttled")]
 
 
 def report(gpu: str, backend: str, mode: str, *, secret: bool, result: dict[str, Any]) -> str:

@@ -80,6 +80,39 @@ class RunPayload(_Frozen):
     compile_flags: list[str] = []
 
 
+class GpuFingerprint(_Frozen):
+    """One GPU as measured on (harness.md §5.5); None where the device or driver does not say."""
+
+    index: int = 0
+    name: str = ""
+    uuid: str = ""
+    driver: str = ""
+    runtime_version: str = ""  # the CUDA version the driver supports, or the ROCm version
+    sm_clock_mhz: int | None = None  # the application (locked) SM clock: what timed kernels run at
+    memory_clock_mhz: int | None = None
+    max_sm_clock_mhz: int | None = None
+    power_limit_w: float | None = None
+    ecc: str = ""  # "enabled" | "disabled" | "" (not supported)
+    memory_mib: int | None = None
+    mig: str = ""  # "enabled" | "disabled" | ""
+
+
+class CpuFingerprint(_Frozen):
+    model: str = ""
+    cores: int = 0
+    governor: str = ""  # the cpufreq scaling governor of cpu0, "" where there is none
+    frequency_mhz: float | None = None  # current frequency of cpu0 when measured
+    max_frequency_mhz: float | None = None
+
+
+class Fingerprint(_Frozen):
+    """The hardware a result was measured on; `source` says who answered (nvml, nvidia-smi, rocm-smi, none)."""
+
+    source: str = ""
+    gpus: list[GpuFingerprint] = []
+    cpu: CpuFingerprint = Field(default_factory=CpuFingerprint)
+
+
 class SystemInfo(_Frozen):
     gpu: str = ""
     device_count: int = 0
@@ -88,6 +121,28 @@ class SystemInfo(_Frozen):
     platform: str = ""
     torch: str = ""
     hostname: str = ""
+    fingerprint: Fingerprint = Field(default_factory=Fingerprint)
+
+
+class TelemetrySample(_Frozen):
+    """One GPU's state at one moment (NVML), read outside the timed window."""
+
+    index: int = 0
+    temperature_c: int | None = None
+    sm_clock_mhz: int | None = None
+    memory_clock_mhz: int | None = None
+    power_w: float | None = None
+    throttle_reasons: list[str] = []  # slowdowns only (thermal, power, hardware); idle is not one
+
+
+class StageTelemetry(_Frozen):
+    """Telemetry around a timed stage: each GPU before and after; `throttled` when either saw a slowdown."""
+
+    source: str = ""  # "nvml", or "" where no GPU telemetry exists (CPU hosts, no driver)
+    before: list[TelemetrySample] = []
+    after: list[TelemetrySample] = []
+    throttled: bool = False
+    throttle_reasons: list[str] = []
 
 
 class CompileResult(_Frozen):
@@ -125,6 +180,7 @@ class EvalResult(_Frozen):
     profile: ProfileResult | None = None
     harness: dict[str, str] = {}
     samples: dict[str, Any] = {}
+    telemetry: StageTelemetry | None = None  # timed stages (benchmark, leaderboard) only
 
 
 class FullResult(_Frozen):

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.contracts import FullResult, Mode, Task, UserMode
 from schemas.envelope import Event
+from schemas.precheck_events import PrecheckVerdict
 
 Visibility = Literal["public", "closed"]
 JobStatus = Literal["succeeded", "failed", "timed_out", "hacked"]
@@ -131,6 +132,8 @@ class SubmissionAccepted(Event):
     ranking_by: str
     submitted_at: datetime
     runs: list[PlannedRun]
+    # the source pre-check's verdict when a rule fired: `hacked` holds the submission off every ranking
+    precheck: PrecheckVerdict | None = None
 
     def identity(self) -> str:
         return str(self.submission_id)
@@ -142,6 +145,7 @@ class SubmissionRejected(Event):
     reason: str
     status_code: int = 400
     retry_after_s: int | None = None
+    precheck: PrecheckVerdict | None = None  # set when the source pre-check refused it
 
     def identity(self) -> str:
         return str(self.submission_id)
@@ -275,6 +279,7 @@ class ScoreComputed(Event):
     ranking_by: str
     harness_version: str = ""
     submitted_at: datetime
+    hardware: dict[str, str] = {}  # the comparable fingerprint it was measured on (harness.md §5.5)
 
     def identity(self) -> str:
         return f"{self.submission_id}:{self.gpu}"
@@ -314,6 +319,7 @@ class LeaderboardRankChanged(Event):
 from schemas.auth_events import OAuthUserRegistered  # noqa: E402 - its own module, registered here
 from schemas.operations_events import OPERATIONS_EVENTS  # noqa: E402 - operator events, own module
 from schemas.policy_events import POLICY_EVENTS  # noqa: E402 - policy changes, own module
+from schemas.precheck_events import PRECHECK_EVENTS  # noqa: E402 - the source pre-check, own module
 
 CATALOGUE: tuple[type[Event], ...] = (
     LeaderboardCreated,
@@ -338,6 +344,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     LeaderboardRankChanged,
     *OPERATIONS_EVENTS,
     *POLICY_EVENTS,
+    *PRECHECK_EVENTS,
 )
 
 BY_SUBJECT: dict[str, type[Event]] = {event.subject: event for event in CATALOGUE}

@@ -30,6 +30,8 @@ class RejudgeRequested(Event):
     task_hash: str = ""
     requested_by: str = ""
     reason: str = ""
+    # compare only scores measured on the board's reference hardware (the comparable fingerprint); others withdrawn
+    same_hardware: bool = False
 
     def identity(self) -> str:
         return self.rejudge_id

@@ -38,7 +38,8 @@ RUNNER_FAILED = {"success": False, "error": "", "system": {}, "runs": {}}
 app = modal.App(APP_NAME)
 image = (
     modal.Image.from_registry("nvidia/cuda:12.8.1-devel-ubuntu24.04", add_python="3.11")
-    .pip_install("torch==2.7.1", "triton", "numpy", "ninja", "setuptools", "pydantic>=2.7", "pyyaml")
+    .pip_install("torch==2.7.1", "triton", "numpy", "ninja", "setuptools", "pydantic>=2.7", "pyyaml",
+                 "nvidia-ml-py>=12")
     .add_local_python_source("runner", "schemas")
 )
 launches = modal.Dict.from_name("kernelbot-launches", create_if_missing=True)

@@ -24,6 +24,9 @@ def rejudge(
     rescore: Annotated[bool, typer.Option(help="Recompute scores from the stored results under today's rule")] = False,
     rerun: Annotated[bool, typer.Option(help="Run the ranked submissions again under today's harness")] = False,
     dry_run: Annotated[bool, typer.Option(help="Print what would change; change nothing")] = False,
+    same_hardware: Annotated[bool, typer.Option(
+        help="Compare only scores measured on the board's reference hardware (fingerprint); withdraw the others")
+    ] = False,
     reason: Annotated[str, typer.Option(help="Why, for the audit trail")] = "",
     wait: Annotated[float, typer.Option(help="Seconds to wait for a rescore to complete")] = 120.0,
     nats_url: NatsUrl = None,
@@ -36,16 +39,24 @@ def rejudge(
 
     if rescore == rerun:
         raise fail("choose exactly one of --rescore and --rerun")
+    if same_hardware and rerun:
+        raise fail("--same-hardware compares stored scores: use it with --rescore")
     action = "rescore" if rescore else "rerun"
     nats, database = urls(nats_url, database_url)
 
     async def run() -> None:
         async with connection(database) as conn:
             try:
-                request = await rejudging.build_request(conn, leaderboard, gpu, action, getpass.getuser(), reason)
+                request = await rejudging.build_request(conn, leaderboard, gpu, action, getpass.getuser(), reason,
+                                                        same_hardware)
             except rejudging.RejudgeError as exc:
                 raise fail(str(exc)) from exc
             gpus = [gpu] if gpu else list((await rejudging.repository.board(conn, leaderboard))["gpus"])
+            if action == "rescore" and not same_hardware:
+                for board_gpu, kinds in sorted((await rejudging.hardware_spread(conn, request.leaderboard)).items()):
+                    if len(kinds) > 1:
+                        typer.echo(f"Warning: the scores on {board_gpu} were measured on {len(kinds)} hardware "
+                                   "configurations; --same-hardware compares only those on the board's own.")
             if dry_run:
                 if action == "rerun":
                     count = await rejudging.rerun_candidates(conn, request)
@@ -53,7 +64,9 @@ def rejudge(
                                f"under task {request.task_hash[:12] or '(unhashed)'}; nothing changed.")
                     return
                 moves = await rejudging.preview(conn, request, gpus)
-                typer.echo(f"Dry run: rescoring {request.leaderboard} by `{request.ranking_by}` would change:")
+                hardware = " on the board's reference hardware only" if same_hardware else ""
+                typer.echo(f"Dry run: rescoring {request.leaderboard} by `{request.ranking_by}`{hardware} would "
+                           "change:")
                 for board_gpu, changes in moves.items():
                     typer.echo(f" {board_gpu}: " + ("no rank changes" if not changes else f"{len(changes)} changes"))
                     for move in changes:

@@ -13,7 +13,8 @@ SELECT NOT EXISTS (SELECT 1 FROM intake WHERE NOT accepting) AS accepting,
        COALESCE((SELECT banned FROM users WHERE user_id = $1), false) AS banned,
        EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids)) AS invited,
        (SELECT max_submissions_per_hour FROM rate_limits WHERE leaderboard_id = $2 AND mode_category = $3)
-           AS rate_max
+           AS rate_max,
+       COALESCE((SELECT outcomes FROM precheck_policies WHERE leaderboard_id = $2), '{}'::jsonb) AS precheck_outcomes
 """
 # Held to the end of the admitting transaction: the count and the acceptance are one decision per
 # (user, leaderboard, category), whatever the number of dispatcher workers and replicas.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 from faststream.nats import NatsRouter
@@ -18,6 +19,7 @@ from schemas.events import (
     SubmissionReceived,
     SubmissionRejected,
 )
+from schemas.precheck_events import PrecheckVerdict
 from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
 from services.dispatcher import admission_repository, planning, policy, repository, runner_reports
 from services.dispatcher.scheduler import completed_event
@@ -35,9 +37,11 @@ LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
 RUNNERS_BY_GPU_KEY = "runners_by_gpu"
 
 
-async def judge(conn, event: SubmissionReceived, board, now: datetime) -> policy.Refusal | None:
+async def judge(conn, event: SubmissionReceived, board, now: datetime, read: policy.Refusal | list | None = None,
+                ) -> tuple[policy.Refusal | None, PrecheckVerdict | None]:
     """The authoritative admission (http-api.md §6): the shared policy against the policy state and this
-    dispatcher's own count of accepted submissions, taken under the category's lock."""
+    dispatcher's own count of accepted submissions, taken under the category's lock; then the source pre-check
+    under the competition's outcomes (harness.md §8.2)."""
     category = policy.rate_category(event.mode)
     found = await admission_repository.applicant(conn, event.user_id, board.id if board else None, category)
     rate_limit = None
@@ -46,22 +50,43 @@ async def judge(conn, event: SubmissionReceived, board, now: datetime) -> policy
                                                            now - policy.RATE_WINDOW)
         rate_limit = policy.RateLimit(found["rate_max"], recent)
     applicant = policy.Applicant(banned=found["banned"], via_cli=event.via_cli, invited=found["invited"])
-    return policy.admit(
+    refusal = policy.admit(
         leaderboard_name=event.leaderboard, board=board.view if board else None, gpus=event.gpus, mode=event.mode,
         file_name=event.file_name, code=event.code, now=now, accepting=found["accepting"], applicant=applicant,
         rate_limit=rate_limit, deadline_applies=event.deadline_applies,
     )
+    if refusal is not None:
+        return refusal, None
+    if isinstance(read, policy.Refusal):
+        return read, None  # the source could not be read: never admitted unread
+    try:
+        verdict = policy.source_precheck(event.code, event.file_name, event.mode, found["precheck_outcomes"],
+                                         board.task.multi_gpu, findings=read)
+    except policy.Refused as refused:
+        return refused.refusal, None
+    return policy.precheck_refusal(verdict), verdict
 
 
-async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: int):
+def read_source(event: SubmissionReceived) -> policy.Refusal | list:
+    """The pre-check's findings, or why the source could not be read; CPU-bound (a 1 MB file parses for seconds),
+    so it runs in a thread before admission's transaction and lock."""
+    try:
+        return policy.read_source(event.code, event.file_name, event.mode)
+    except policy.Refused as refused:
+        return refused.refusal
+
+
+async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: int,
+                         read: policy.Refusal | list | None = None):
     board = await repository.board(conn, event.leaderboard)
     # judged at the time the submission was received, so a backlog worked off late is judged as it arrived
     now = event.occurred_at
-    refusal = await judge(conn, event, board, now)
+    refusal, verdict = await judge(conn, event, board, now, read)
     tags = {"correlation_id": str(event.submission_id), "causation_id": event.event_id}
     if refusal is not None:
         return [SubmissionRejected(submission_id=event.submission_id, reason=refusal.detail,
-                                   status_code=refusal.status, retry_after_s=refusal.retry_after_s, **tags)]
+                                   status_code=refusal.status, retry_after_s=refusal.retry_after_s,
+                                   precheck=verdict, **tags)]
     await admission_repository.record_accepted(conn, event.submission_id, board.view.name, event.user_id,
                                                policy.rate_category(event.mode), now)
     runs = planning.plan_runs(event.submission_id, event.mode, event.gpus)
@@ -79,7 +104,7 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
     accepted = SubmissionAccepted(
         submission_id=event.submission_id, leaderboard=board.view.name, user_id=event.user_id,
         user_name=event.user_name, mode=event.mode, ranking_by=board.ranking_by, submitted_at=event.occurred_at,
-        runs=runs, **tags,
+        runs=runs, precheck=verdict, **tags,
     )
     return [accepted, *requested]
 
@@ -87,7 +112,8 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
 @router.subscriber("evt.submission.received", **durable_consumer("dispatcher-admit"), title="dispatcher-admit")
 async def on_submission_received(event: SubmissionReceived) -> None:
     allowance = kit().extras.get(LAUNCH_ALLOWANCE_KEY, 60)
-    await kit().handle(lambda conn: admit_and_plan(conn, event, allowance))
+    read = await asyncio.to_thread(read_source, event)
+    await kit().handle(lambda conn: admit_and_plan(conn, event, allowance, read))
 
 
 @router.subscriber(f"{RUNNER_REPORT_PREFIX}.*.run.completed",

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from schemas.precheck_events import PrecheckFinding, PrecheckVerdict
+from services.dispatcher import precheck
 from services.dispatcher.refusal import Refusal, Refused, refuse
 from services.dispatcher.source_rules import check_directives, check_polite_file_name, check_streams
 
@@ -206,3 +209,33 @@ def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[st
     except Refused as refused:
         return refused.refusal
     return None
+
+
+def read_source(code: str, file_name: str, mode: str) -> list[precheck.Finding]:
+    """The source pre-check's findings (harness.md §8.2). Fails closed, never letting code through unread: a source
+    nested too deeply to read is refused (400), and a checker that breaks answers 503."""
+    try:
+        return precheck.findings_for(code, file_name, mode)
+    except (RecursionError, MemoryError):
+        refuse(400, precheck.UNREADABLE)
+    except Exception:  # noqa: BLE001 - a fault of the checker, not of the code: the submission may be retried once it is fixed
+        refuse(503, precheck.UNAVAILABLE)
+
+
+def source_precheck(code: str, file_name: str, mode: str, outcomes: Mapping[str, str] | None = None,
+                    multi_gpu: bool = False, findings: list[precheck.Finding] | None = None
+                    ) -> PrecheckVerdict | None:
+    """The source pre-check after every other check, under the competition's outcomes: None when nothing that
+    counts fired; a `refuse` verdict is the caller's refusal (400, its detail). `findings` read before (outside
+    admission's transaction, say) are judged as they are; otherwise the source is read here (`read_source`)."""
+    if findings is None:
+        findings = read_source(code, file_name, mode)
+    verdict = precheck.verdict_of(findings, outcomes or {}, multi_gpu)
+    if verdict is None:
+        return None
+    return PrecheckVerdict(outcome=verdict.outcome, detail=verdict.detail, findings=[
+        PrecheckFinding(rule=f.rule, severity=f.severity, message=f.message, line=f.line) for f in verdict.findings])
+
+
+def precheck_refusal(verdict: PrecheckVerdict | None) -> Refusal | None:
+    return Refusal(400, verdict.detail) if verdict is not None and verdict.outcome == "refuse" else None

@@ -25,6 +25,8 @@ from runner.taskfile import TASK_FILE_NAME, LoadedProblem, TaskFileError, load_p
 from schemas.contracts import Task
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardUpdated
+from schemas.precheck_events import PrecheckPolicySet
+from services.dispatcher.precheck import validate_overrides
 
 # Scoring- or correctness-relevant: a change needs force (the new platform's list, harness.md §1.6).
 SIGNIFICANT = ("files", "config", "lang", "tests", "benchmarks", "ranking_by", "seed", "multi_gpu")
@@ -66,6 +68,9 @@ class SyncPlan:
 
     def fail(self, event: Event, error: str) -> None:
         """An event that could not be stored: its name moves from created/updated to errors."""
+        if isinstance(event, PrecheckPolicySet):
+            self.errors.append({"name": event.leaderboard, "error": f"precheck outcomes not stored: {error}"})
+            return
         verb = "create" if isinstance(event, LeaderboardCreated) else "update"
         listed = self.created if verb == "create" else self.updated
         if event.name in listed:
@@ -128,7 +133,23 @@ def plan_sync(
         for entry in competition.entries:
             _plan_entry(plan, root, entry, boards, force=force, visibility=visibility, now=now,
                         new_secret=new_secret, event_tag=event_tag)
+            _plan_precheck(plan, entry, competition.precheck, boards, event_tag)
     return plan
+
+
+def _plan_precheck(plan: SyncPlan, entry: CompetitionEntry, file_outcomes: dict[str, str] | None,
+                   boards: dict[str, Board], event_tag: str) -> None:
+    """The competition's pre-check outcomes (the file's, then the problem's) for a board this sync keeps."""
+    outcomes = (file_outcomes or {}) | (entry.precheck or {})
+    name = (entry.name or "").lower()
+    if not outcomes or (name not in boards and name not in plan.created):
+        return
+    try:
+        checked = validate_overrides(outcomes)
+    except ValueError as exc:
+        plan.errors.append({"name": name, "error": f"precheck: {exc}"})
+        return
+    plan.events.append(PrecheckPolicySet(leaderboard=name, outcomes=checked, change_id=f"sync-{event_tag}"))
 
 
 def _plan_entry(plan: SyncPlan, root: Path, entry: CompetitionEntry, boards: dict[str, Board], *, force: bool,

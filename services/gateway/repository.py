@@ -24,7 +24,9 @@ LIMIT 1
 # Every read below leaves deleted submissions out (http-api.md §3.13); only the stream reads the flag itself.
 SUBMISSION = """
 SELECT s.*, l.name AS leaderboard_name, j.status AS job_status, j.error AS job_error,
-       j.last_heartbeat AS job_last_heartbeat
+       j.last_heartbeat AS job_last_heartbeat,
+       (SELECT p.detail FROM precheck_verdicts p WHERE p.submission_id = s.id AND p.outcome = 'warn')
+           AS precheck_warning
 FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id LEFT JOIN jobs j ON j.submission_id = s.id
 WHERE s.id = $1 AND NOT s.deleted
 """

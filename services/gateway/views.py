@@ -73,6 +73,8 @@ def submission(row, runs, queue: dict | None) -> dict[str, Any]:
         "job": {"status": row["job_status"], "error": row["job_error"],
                 "last_heartbeat": timestamp(row["job_last_heartbeat"])},
         "runner_queue": queue,
+        # the source pre-check's warning, when a rule set to `warn` fired (harness.md §8.2)
+        "warnings": [row["precheck_warning"]] if row.get("precheck_warning") else [],
     }
 
 

@@ -30,6 +30,12 @@ class ServiceSettings(BaseSettings):
         return init_settings, env_settings, UpstreamNames(settings_cls), dotenv_settings, file_secret_settings
 
 
+class ScorerSettings(ServiceSettings):
+    # Refuse to rank a score measured on hardware unlike the board's first scored one (KB_SAME_HARDWARE); the
+    # difference is the comparable part of the fingerprint (services/scorer/fingerprints.py).
+    same_hardware: bool = False
+
+
 class OAuthProvider(BaseModel):
     """One OAuth 2 provider's endpoints and this deployment's client (env: a JSON object, e.g. KB_OAUTH_GITHUB)."""
 

@@ -47,14 +47,16 @@ from schemas.policy_events import (
     UserBanned,
     UserUnbanned,
 )
+from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet, PrecheckVerdict, SubmissionReinstated
 
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
     "archive", "leaderboard_create", "leaderboard_update", "leaderboard_purge", "leaderboard_delete",
     "user_upsert", "user_provider",
-    "intake_set", "user_ban", "visibility_set", "rate_limit_put", "invite_create", "invite_claim", "invite_revoke",
-    "submission_insert", "submission_delete", "user_rename", "user_rename_submissions", "notify_submission",
-    "job_set", "submission_status",
+    "intake_set", "user_ban", "visibility_set", "rate_limit_put", "precheck_policy_put", "invite_create",
+    "invite_claim", "invite_revoke", "submission_insert", "submission_delete", "user_rename", "user_rename_submissions",
+    "notify_submission", "job_set", "submission_status", "precheck_verdict_insert", "precheck_clear",
+    "submission_reinstate",
     "run_request_insert", "run_request_status", "run_request_outcome", "job_running", "job_heartbeat",
     "stage_insert", "score_insert", "run_score", "secret_run_score", "score_revise", "rank_change",
 )
@@ -89,6 +91,12 @@ def _stage_rows(seq: int, event: RunCompleted) -> Iterable[tuple]:
             result.system.model_dump(mode="json"), run.result.get("harness-version", "") if run else "",
             _parse_ts(evaluation.start), _parse_ts(evaluation.end), seq,
         )
+
+
+def _plan_verdict(plan: Plan, submission_id: int, verdict: PrecheckVerdict | None, at: datetime) -> None:
+    if verdict is not None:
+        plan.add("precheck_verdict_insert", submission_id, verdict.outcome, verdict.rules,
+                 [f.model_dump(mode="json") for f in verdict.findings], verdict.detail, at)
 
 
 def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one branch per event type
@@ -136,10 +144,18 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case SubmissionAccepted():
             plan.add("job_set", event.submission_id, "pending", None)
             plan.add("submission_status", event.submission_id, "accepted", False)
+            _plan_verdict(plan, event.submission_id, event.precheck, event.occurred_at)
         case SubmissionRejected():
             plan.add("job_set", event.submission_id, "failed", event.reason)
             plan.add("submission_status", event.submission_id, "rejected", True)
             plan.add("notify_submission", str(event.submission_id))
+            _plan_verdict(plan, event.submission_id, event.precheck, event.occurred_at)
+        case PrecheckPolicySet():
+            plan.add("precheck_policy_put", event.leaderboard, event.outcomes)
+        case PrecheckCleared():
+            plan.add("precheck_clear", event.submission_id, event.cleared_by, event.occurred_at, event.reason)
+        case SubmissionReinstated():
+            plan.add("submission_reinstate", event.submission_id, event.status, event.error)
         case SubmissionFinished():
             plan.add("job_set", event.submission_id, event.status, event.error)
             plan.add("submission_status", event.submission_id, event.status, True)

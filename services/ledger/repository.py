@@ -42,6 +42,10 @@ STATEMENTS = {
         INSERT INTO rate_limits (leaderboard_id, mode_category, max_submissions_per_hour)
         SELECT id, $2, $3 FROM leaderboards WHERE lower(name) = lower($1)
         ON CONFLICT (leaderboard_id, mode_category) DO UPDATE SET max_submissions_per_hour = $3""",
+    "precheck_policy_put": """
+        INSERT INTO precheck_policies (leaderboard_id, outcomes)
+        SELECT id, $2 FROM leaderboards WHERE lower(name) = lower($1)
+        ON CONFLICT (leaderboard_id) DO UPDATE SET outcomes = $2""",
     "invite_create": """
         INSERT INTO invites (code, leaderboard_ids, created_at)
         VALUES ($1, ARRAY(SELECT id FROM leaderboards WHERE lower(name) = ANY(SELECT lower(n) FROM unnest($2::text[])
@@ -71,6 +75,17 @@ STATEMENTS = {
         UPDATE submissions SET status = $2, done = $3 WHERE id = $1 AND NOT done""",
     # A run's later events can precede its RunRequested in the stream (a dispatcher that died between its commit
     # and its outbox publish): either statement creates the row, and each fills in only what it knows.
+    "precheck_verdict_insert": """
+        INSERT INTO precheck_verdicts (submission_id, outcome, rules, findings, detail, decided_at)
+        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (submission_id) DO NOTHING""",
+    "precheck_clear": """
+        UPDATE precheck_verdicts SET cleared_by = $2, cleared_at = $3, clear_reason = $4
+        WHERE submission_id = $1 AND cleared_at IS NULL""",
+    # the one step back from a terminal status: a cleared false positive gets the status its runs earned
+    "submission_reinstate": """
+        WITH job AS (UPDATE jobs SET status = $2, error = $3, updated_at = now()
+                     WHERE submission_id = $1 AND status = 'hacked')
+        UPDATE submissions SET status = $2 WHERE id = $1 AND status = 'hacked'""",
     "run_request_insert": """
         INSERT INTO run_requests (run_id, submission_id, gpu, mode, secret, requested_at)
         VALUES ($1, $2, $3, $4, $5, $6)

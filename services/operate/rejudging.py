@@ -28,7 +28,7 @@ class RankMove:
 
 
 async def build_request(conn: asyncpg.Connection, leaderboard: str, gpu: str | None, action: RejudgeAction,
-                        requested_by: str, reason: str) -> RejudgeRequested:
+                        requested_by: str, reason: str, same_hardware: bool = False) -> RejudgeRequested:
     row = await repository.board(conn, leaderboard)
     if row is None:
         raise RejudgeError(f"Leaderboard `{leaderboard}` does not exist.")
@@ -38,7 +38,7 @@ async def build_request(conn: asyncpg.Connection, leaderboard: str, gpu: str | N
     return RejudgeRequested(
         rejudge_id=f"{row['name']}.{action}.{stamp}.{secrets.token_hex(3)}", leaderboard=row["name"], gpu=gpu,
         action=action, ranking_by=row["ranking_by"], task_hash=row["task_hash"], requested_by=requested_by,
-        reason=reason, correlation_id="",
+        reason=reason, same_hardware=same_hardware, correlation_id="",
     )
 
 
@@ -95,3 +95,7 @@ async def wait_for_completion(conn: asyncpg.Connection, rejudge_id: str, timeout
 
 async def rerun_candidates(conn: asyncpg.Connection, request: RejudgeRequested) -> int:
     return await repository.ranked_count(conn, request.leaderboard, request.gpu)
+
+
+async def hardware_spread(conn: asyncpg.Connection, leaderboard: str) -> dict[str, list[dict[str, str]]]:
+    return await rejudge.hardware_spread(conn, leaderboard)

@@ -25,7 +25,8 @@ NOT_REPLAYABLE = {
     "dispatcher": "the dispatcher's run queue is work in progress, not a projection: rebuilding it would launch "
                   "every run again. Use `kernelbot rejudge --rerun` to run submissions again.",
 }
-SCORER_TABLES = ("scorer_submissions", "scorer_runs", "scorer_best", "scorer_reruns")
+SCORER_TABLES = ("scorer_submissions", "scorer_runs", "scorer_best", "scorer_reruns", "scorer_board_hardware",
+                 "scorer_precheck_clears")
 TRACKED = "SELECT stream_seq FROM tracking WHERE consumer = $1"
 ARCHIVE_BOUND = "SELECT COALESCE(max(stream_seq), 0) FROM event_archive"
 ARCHIVE_PAGE = """

@@ -95,3 +95,25 @@ GROUP BY s.id, s.code ORDER BY s.id
 
 async def rerun_submissions(conn: asyncpg.Connection, leaderboard: str, gpu: str | None):
     return await conn.fetch(RERUN_SUBMISSIONS, leaderboard, gpu)
+
+
+PRECHECK_VERDICT = "SELECT * FROM precheck_verdicts WHERE submission_id = $1"
+SUBMISSION_STATUS = "SELECT status FROM submissions WHERE id = $1 AND NOT deleted"
+PRECHECK_POLICY = """
+SELECT p.outcomes FROM precheck_policies p JOIN leaderboards l ON l.id = p.leaderboard_id
+WHERE lower(l.name) = lower($1)
+"""
+
+
+async def precheck_verdict(conn, submission_id: int):
+    if abs(submission_id) > 2**63 - 1:
+        return None
+    return await conn.fetchrow(PRECHECK_VERDICT, submission_id)
+
+
+async def submission_status(conn, submission_id: int) -> str | None:
+    return await conn.fetchval(SUBMISSION_STATUS, submission_id)
+
+
+async def precheck_policy(conn, leaderboard: str) -> dict[str, str]:
+    return await conn.fetchval(PRECHECK_POLICY, leaderboard) or {}

@@ -16,16 +16,30 @@ from schemas.events import (
     SubmissionFinished,
 )
 from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunPlanned, ScoreRevised
+from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import rejudge, repository, scoring
+from services.kit.settings import ScorerSettings
+from services.scorer import fingerprints, rejudge, repository, scoring
 from services.scorer.scoring import BoardEntry
 
 router = NatsRouter()
 kit = KitSlot()
+SAME_HARDWARE_KEY = "same_hardware"
+
+
+def _same_hardware() -> bool:
+    """The deployment's choice (ScorerSettings.same_hardware): the running scorer's, or, where no scorer runs (an
+    operator's replay), the environment's, so a replay judges as the live scorer did."""
+    try:
+        return bool(kit().extras.get(SAME_HARDWARE_KEY, False))
+    except RuntimeError:
+        return ScorerSettings().same_hardware
+
+
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
-                                       ScoreRevised, RejudgeCompleted))
+                                       ScoreRevised, RejudgeCompleted, SubmissionReinstated, RejudgeRequested))
 
 
 async def judge_if_complete(conn, submission_id: int) -> list[Event]:
@@ -41,13 +55,22 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
     decision = scoring.decide(row["mode"], planned, verdicts)
     await repository.mark_finished(conn, submission_id)
     tags = {"correlation_id": str(submission_id)}
+    if row["precheck_hold"] == "hacked":
+        # held by the source pre-check: it ran, so an admin can judge it, but it never ranks (harness.md §8.2)
+        return [SubmissionFinished(submission_id=submission_id, status="hacked", error=row["precheck_detail"],
+                                   **tags)]
+    references = {score.gpu: await repository.reference_hardware(conn, row["leaderboard"], score.gpu,
+                                                                  score.hardware, submission_id)
+                  for score in decision.scores}
+    if _same_hardware():
+        decision = fingerprints.hold_back(decision, references)
     events: list[Event] = []
     for score in decision.scores:
         events.append(ScoreComputed(
             submission_id=submission_id, leaderboard=row["leaderboard"], gpu=score.gpu, user_id=row["user_id"],
             user_name=row["user_name"], run_id=score.run_id, score=score.score, secret_score=score.secret_score,
             ranking_by=row["ranking_by"], harness_version=score.harness_version, submitted_at=row["submitted_at"],
-            **tags,
+            hardware=score.hardware, **tags,
         ))
         events.extend(await _rank_change(conn, row, score))
     for rejection in decision.rejections:
@@ -79,6 +102,8 @@ async def _rank_change(conn, row, score: scoring.GpuScore) -> list[Event]:
 async def apply_accepted(conn, event: SubmissionAccepted) -> list[Event]:
     await repository.lock_submission(conn, event.submission_id)
     await repository.add_submission(conn, event)
+    if await repository.take_early_clear(conn, event.submission_id):
+        await repository.set_hold(conn, event.submission_id, None)
     return await judge_if_complete(conn, event.submission_id)
 
 
@@ -88,7 +113,8 @@ async def apply_run_completed(conn, event: RunCompleted) -> list[Event]:
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
                                         event.secret, verdict):
         return []  # this run was already judged: a duplicate report counts once
-    return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
+    judged = await judge_if_complete(conn, event.submission_id)
+    return judged + await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
 
 
 async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
@@ -96,7 +122,38 @@ async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
     verdict = scoring.failed_run_verdict(event.reason, event.detail)
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, "", False, verdict):
         return []
-    return await judge_if_complete(conn, event.submission_id) + await rejudge.judge_reruns(conn, event.submission_id)
+    judged = await judge_if_complete(conn, event.submission_id)
+    return judged + await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
+
+
+async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
+    """An admin cleared a false positive: a submission still running is judged as any other; a finished one is
+    reinstated with the status its runs earned and, when ranked, put on the board by a rescore (the rejudge path,
+    so the change is recorded as ScoreRevised and RejudgeCompleted like any other)."""
+    await repository.lock_submission(conn, event.submission_id)
+    found = await repository.submission(conn, event.submission_id)
+    if found is None:  # its acceptance has not reached the scorer yet: lifted when it does
+        await repository.remember_clear(conn, event.submission_id, event.change_id)
+        return []
+    if found[0]["precheck_hold"] != "hacked":
+        return []  # not held (never, or cleared already): nothing to lift
+    row, planned = found
+    if not row["finished"]:
+        await repository.set_hold(conn, event.submission_id, None)
+        return []
+    decision = scoring.decide(row["mode"], planned, await repository.verdicts(conn, event.submission_id))
+    ranked = row["mode"] == "leaderboard"
+    await repository.set_hold(conn, event.submission_id, "cleared" if ranked else None)
+    rejudge_id = f"{row['leaderboard']}.precheck-clear.{event.submission_id}.{event.change_id}"
+    tags = {"correlation_id": str(event.submission_id), "causation_id": event.event_id}
+    events: list[Event] = [SubmissionReinstated(submission_id=event.submission_id, status=decision.status,
+                                                error=decision.error, rejudge_id=rejudge_id, **tags)]
+    if ranked:
+        events.append(RejudgeRequested(rejudge_id=rejudge_id, leaderboard=row["leaderboard"], action="rescore",
+                                       ranking_by=row["ranking_by"], requested_by=event.cleared_by,
+                                       reason=f"pre-check cleared for submission {event.submission_id}: "
+                                              f"{event.reason}".rstrip(": "), **tags))
+    return events
 
 
 async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
@@ -108,7 +165,7 @@ async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
 async def apply_rerun_planned(conn, event: RerunPlanned) -> list[Event]:
     await repository.lock_submission(conn, event.submission_id)
     await repository.add_rerun(conn, event.rejudge_id, event.submission_id, [r.model_dump() for r in event.runs])
-    return await rejudge.judge_reruns(conn, event.submission_id)
+    return await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
 
 
 # What the scorer's state is built from, in stream order; a replay applies these and keeps what they emit unsent.
@@ -118,6 +175,7 @@ APPLIERS = {
     RunFailed: apply_run_failed,
     RejudgeRequested: apply_rejudge,
     RerunPlanned: apply_rerun_planned,
+    PrecheckCleared: apply_precheck_cleared,
 }
 # The durable consumer applying each of them (its tracking rows say what it has applied).
 CONSUMERS = {
@@ -126,6 +184,7 @@ CONSUMERS = {
     RunFailed: "scorer-run-failed",
     RejudgeRequested: "scorer-rejudge",
     RerunPlanned: "scorer-rerun-planned",
+    PrecheckCleared: "scorer-precheck-cleared",
 }
 
 
@@ -157,3 +216,9 @@ async def on_rejudge(event: RejudgeRequested) -> None:
                    title=CONSUMERS[RerunPlanned])
 async def on_rerun_planned(event: RerunPlanned) -> None:
     await kit().handle(lambda conn: apply_rerun_planned(conn, event))
+
+
+@router.subscriber("evt.precheck.cleared", **durable_consumer(CONSUMERS[PrecheckCleared]),
+                   title=CONSUMERS[PrecheckCleared])
+async def on_precheck_cleared(event: PrecheckCleared) -> None:
+    await kit().handle(lambda conn: apply_precheck_cleared(conn, event))

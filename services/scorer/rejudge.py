@@ -26,6 +26,7 @@ def _judged(row, verdicts: dict, results: dict) -> rescoring.Judged:
         submission_id=row["submission_id"], user_id=row["user_id"], user_name=row["user_name"], mode=row["mode"],
         submitted_at=row["submitted_at"], planned=planned, verdicts=verdicts,
         results={r.run_id: FullResult.model_validate(results[r.run_id]) for r in planned if r.run_id in results},
+        hold=row["precheck_hold"],
     )
 
 
@@ -72,19 +73,24 @@ async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[E
     standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
     touched: set[str] = set(gpus or ())
     events: list[Event] = []
-    for row in rows:
-        judged = _judged(row, verdicts.get(row["submission_id"], {}), results)
+    all_judged = [_judged(row, verdicts.get(row["submission_id"], {}), results) for row in rows]
+    references = None
+    if request.same_hardware:  # scores measured on other hardware than the board's are not compared: withdrawn
+        references = rescoring.references_of(all_judged, await repository.board_hardware(conn, board))
+    for row, judged in zip(rows, all_judged, strict=True):
         ranking_by = request.ranking_by or row["ranking_by"]
-        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus)
+        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus, references)
         for run_id, verdict in new_verdicts.items():
             if verdict != judged.verdicts.get(run_id):
                 await repository.set_verdict(conn, run_id, verdict)
         events.extend(_revised(request, board, ranking_by, change) for change in changes)
         touched.update(run.gpu for run in judged.planned if gpus is None)
-        for gpu, score in rescoring.scores_of(judged, new_verdicts, gpus).items():
+        kept, _ = rescoring.comparable(rescoring.scores_of(judged, new_verdicts, gpus), references)
+        for gpu, score in kept.items():
             standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
                                   judged.submitted_at))
     revised = len(events)
+    await repository.settle_cleared(conn, [r["submission_id"] for r in rows if r["precheck_hold"] == "cleared"])
     for gpu in sorted(touched):
         events.extend(await rebuild_board(conn, request, board, gpu, standing[gpu]))
     events.append(RejudgeCompleted(rejudge_id=request.rejudge_id, leaderboard=board, gpu=request.gpu,
@@ -99,21 +105,24 @@ async def standing(conn: asyncpg.Connection, board: str, gpu: str) -> list[Board
 
 
 async def _current_standing(conn: asyncpg.Connection, board: str, gpus: set[str],
+                            references: dict[str, dict[str, str]] | None = None,
                             ) -> dict[str, list[tuple[BoardEntry, datetime]]]:
-    """Every ranked submission's score as its verdicts stand now, per GPU."""
+    """Every ranked submission's score as its verdicts stand now, per GPU (comparable to `references` if given)."""
     rows = await repository.board_submissions(conn, board)
     verdicts = await repository.verdicts_of(conn, [r["submission_id"] for r in rows])
     standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
     for row in rows:
         judged = _judged(row, verdicts.get(row["submission_id"], {}), {})
-        for gpu, score in rescoring.scores_of(judged, judged.verdicts, gpus).items():
+        kept, _ = rescoring.comparable(rescoring.scores_of(judged, judged.verdicts, gpus), references)
+        for gpu, score in kept.items():
             standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
                                   judged.submitted_at))
     return standing
 
 
-async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Event]:
-    """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock)."""
+async def judge_reruns(conn: asyncpg.Connection, submission_id: int, same_hardware: bool = False) -> list[Event]:
+    """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock); with
+    `same_hardware`, a rerun measured on hardware unlike its board's reference does not score."""
     events: list[Event] = []
     reruns = await repository.open_reruns(conn, submission_id)
     if reruns:
@@ -131,8 +140,9 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Eve
         before = _judged(row, verdicts, {})
         after = rescoring.Judged(**{**before.__dict__, "planned": merged})
         old = rescoring.scores_of(before, verdicts, gpus)
-        new = rescoring.scores_of(after, verdicts, gpus)
-        reasons = rescoring.rejection_reasons(after, verdicts)
+        references = await repository.board_hardware(conn, row["leaderboard"]) if same_hardware else None
+        new, mismatched = rescoring.comparable(rescoring.scores_of(after, verdicts, gpus), references)
+        reasons = rescoring.rejection_reasons(after, verdicts) | mismatched
         await repository.finish_rerun(conn, rejudge_id, submission_id, merged)
         request = RejudgeRequested(rejudge_id=rejudge_id, leaderboard=row["leaderboard"], action="rerun",
                                    event_id=f"RejudgeRequested:{rejudge_id}")
@@ -140,9 +150,22 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int) -> list[Eve
             if old.get(gpu) != new.get(gpu):
                 change = rescoring.Revision(after, gpu, old.get(gpu), new.get(gpu), reasons.get(gpu, ""))
                 events.append(_revised(request, row["leaderboard"], row["ranking_by"], change))
-        standing = await _current_standing(conn, row["leaderboard"], gpus)
+        standing = await _current_standing(conn, row["leaderboard"], gpus, references)
         rerun = RejudgeRequested(rejudge_id=f"{rejudge_id}:{submission_id}", leaderboard=row["leaderboard"],
                                  action="rerun", event_id=request.event_id)
         for gpu in sorted(gpus):
             events.extend(await rebuild_board(conn, rerun, row["leaderboard"], gpu, standing[gpu]))
     return events
+
+
+async def hardware_spread(conn: asyncpg.Connection, board: str) -> dict[str, list[dict[str, str]]]:
+    """Per GPU, the distinct hardware (comparable fingerprints) its ranked scores were measured on."""
+    rows = await repository.board_submissions(conn, board)
+    verdicts = await repository.verdicts_of(conn, [r["submission_id"] for r in rows])
+    spread: dict[str, list[dict[str, str]]] = defaultdict(list)
+    for row in rows:
+        judged = _judged(row, verdicts.get(row["submission_id"], {}), {})
+        for gpu, score in rescoring.scores_of(judged, judged.verdicts, None).items():
+            if score.hardware and score.hardware not in spread[gpu]:
+                spread[gpu].append(score.hardware)
+    return dict(spread)

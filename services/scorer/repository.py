@@ -12,9 +12,10 @@ from services.scorer.scoring import BoardEntry, RunVerdict
 LOCK_SUBMISSION = "SELECT pg_advisory_xact_lock(8231, $1::int)"
 SUBMISSION_INSERT = """
 INSERT INTO scorer_submissions (submission_id, leaderboard, user_id, user_name, mode, ranking_by, submitted_at,
-                                planned_runs)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING
+                                planned_runs, precheck_hold, precheck_detail)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING
 """
+SET_HOLD = "UPDATE scorer_submissions SET precheck_hold = $2 WHERE submission_id = $1"
 SUBMISSION = "SELECT * FROM scorer_submissions WHERE submission_id = $1"
 RUN_INSERT = """
 INSERT INTO scorer_runs (run_id, submission_id, gpu, mode, secret, outcome) VALUES ($1, $2, $3, $4, $5, $6)
@@ -44,10 +45,33 @@ async def lock_submission(conn: asyncpg.Connection, submission_id: int) -> None:
 
 
 async def add_submission(conn: asyncpg.Connection, event: SubmissionAccepted) -> None:
+    held = event.precheck is not None and event.precheck.outcome == "hacked"
     await conn.execute(
         SUBMISSION_INSERT, event.submission_id, event.leaderboard, event.user_id, event.user_name, event.mode,
         event.ranking_by, event.submitted_at, [r.model_dump() for r in event.runs],
+        "hacked" if held else None, event.precheck.detail if held else None,
     )
+
+
+async def remember_clear(conn: asyncpg.Connection, submission_id: int, change_id: str) -> None:
+    await conn.execute("INSERT INTO scorer_precheck_clears (submission_id, change_id) VALUES ($1, $2) "
+                       "ON CONFLICT DO NOTHING", submission_id, change_id)
+
+
+async def take_early_clear(conn: asyncpg.Connection, submission_id: int) -> bool:
+    """Whether a clearing arrived before this submission's acceptance (and forget it)."""
+    return await conn.fetchval("DELETE FROM scorer_precheck_clears WHERE submission_id = $1 RETURNING 1",
+                               submission_id) is not None
+
+
+async def set_hold(conn: asyncpg.Connection, submission_id: int, hold: str | None) -> None:
+    """`hacked` keeps a submission off the board; `cleared` until the rescore ranking it has run; None: neither."""
+    await conn.execute(SET_HOLD, submission_id, hold)
+
+
+async def settle_cleared(conn: asyncpg.Connection, submission_ids: list[int]) -> None:
+    await conn.execute("UPDATE scorer_submissions SET precheck_hold = NULL "
+                       "WHERE submission_id = ANY($1::bigint[]) AND precheck_hold = 'cleared'", submission_ids)
 
 
 async def submission(conn: asyncpg.Connection, submission_id: int):
@@ -151,3 +175,24 @@ async def finish_rerun(conn: asyncpg.Connection, rejudge_id: str, submission_id:
     """The rerun's runs now judge the submission: a later rescore reads their results."""
     await conn.execute(FINISH_RERUN, rejudge_id, submission_id)
     await conn.execute(SET_PLANNED, submission_id, [p.model_dump() for p in planned])
+
+
+# --- hardware ----------------------------------------------------------------------------------------------------
+
+BOARD_HARDWARE_OFFER = """
+INSERT INTO scorer_board_hardware (leaderboard, gpu, hardware, submission_id) VALUES ($1, $2, $3, $4)
+ON CONFLICT (leaderboard, gpu) DO NOTHING
+"""
+BOARD_HARDWARE = "SELECT gpu, hardware FROM scorer_board_hardware WHERE lower(leaderboard) = lower($1)"
+
+
+async def reference_hardware(conn: asyncpg.Connection, leaderboard: str, gpu: str, hardware: dict[str, str],
+                             submission_id: int) -> dict[str, str]:
+    """The board's reference hardware on that GPU: the first scored one's, this one's when it is the first."""
+    if hardware:
+        await conn.execute(BOARD_HARDWARE_OFFER, leaderboard, gpu, hardware, submission_id)
+    return (await board_hardware(conn, leaderboard)).get(gpu, {})
+
+
+async def board_hardware(conn: asyncpg.Connection, leaderboard: str) -> dict[str, dict[str, str]]:
+    return {row["gpu"]: row["hardware"] for row in await conn.fetch(BOARD_HARDWARE, leaderboard)}

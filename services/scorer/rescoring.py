@@ -7,7 +7,7 @@ from datetime import datetime
 
 from schemas.contracts import FullResult
 from schemas.events import PlannedRun
-from services.scorer import scoring
+from services.scorer import fingerprints, scoring
 from services.scorer.scoring import BoardEntry, GpuScore, RunVerdict
 
 
@@ -23,6 +23,8 @@ class Judged:
     planned: list[PlannedRun]
     verdicts: dict[str, RunVerdict]
     results: dict[str, FullResult]  # the stored RunCompleted result of each run that completed
+    # the pre-check's hold: `hacked` never ranks; `cleared` ranks, and had no score before this rescore
+    hold: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,38 @@ def rescored_verdicts(judged: Judged, ranking_by: str) -> dict[str, RunVerdict]:
 
 
 def scores_of(judged: Judged, verdicts: dict[str, RunVerdict], gpus: set[str] | None) -> dict[str, GpuScore]:
+    if judged.hold == "hacked":
+        return {}
     if any(run.run_id not in verdicts for run in judged.planned):
         return {}  # not judged yet: a rejudge leaves it to its own judgement
     decision = scoring.decide(judged.mode, judged.planned, verdicts)
     return {s.gpu: s for s in decision.scores if gpus is None or s.gpu in gpus}
+
+
+def comparable(scores: dict[str, GpuScore], references: dict[str, dict[str, str]] | None
+               ) -> tuple[dict[str, GpuScore], dict[str, str]]:
+    """The scores measured on their board's reference hardware, and why each other one is not; all of them when no
+    reference is asked for."""
+    if references is None:
+        return scores, {}
+    kept, reasons = {}, {}
+    for gpu, score in scores.items():
+        found = fingerprints.differences(references.get(gpu, {}), score.hardware)
+        if found:
+            reasons[gpu] = fingerprints.mismatch_reason(gpu, found)
+        else:
+            kept[gpu] = score
+    return kept, reasons
+
+
+def references_of(judged: list[Judged], stored: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """Each GPU's reference hardware: the one the board recorded, else the earliest scored submission's."""
+    found = dict(stored)
+    for one in sorted(judged, key=lambda j: (j.submitted_at, j.submission_id)):
+        for gpu, score in scores_of(one, one.verdicts, None).items():
+            if score.hardware:
+                found.setdefault(gpu, score.hardware)
+    return found
 
 
 def rejection_reasons(judged: Judged, verdicts: dict[str, RunVerdict]) -> dict[str, str]:
@@ -56,12 +86,15 @@ def rejection_reasons(judged: Judged, verdicts: dict[str, RunVerdict]) -> dict[s
     return {r.gpu: r.reason for r in decision.rejections}
 
 
-def revisions(judged: Judged, ranking_by: str, gpus: set[str] | None) -> tuple[list[Revision], dict[str, RunVerdict]]:
-    """What a rescore changes for one submission, and its new verdicts."""
+def revisions(judged: Judged, ranking_by: str, gpus: set[str] | None,
+              references: dict[str, dict[str, str]] | None = None) -> tuple[list[Revision], dict[str, RunVerdict]]:
+    """What a rescore changes for one submission, and its new verdicts; with `references`, a score measured on
+    other hardware than its board's is withdrawn."""
     new_verdicts = rescored_verdicts(judged, ranking_by)
-    before = scores_of(judged, judged.verdicts, gpus)
-    after = scores_of(judged, new_verdicts, gpus)
+    before = {} if judged.hold == "cleared" else scores_of(judged, judged.verdicts, gpus)
+    after, mismatched = comparable(scores_of(judged, new_verdicts, gpus), references)
     reasons = rejection_reasons(judged, new_verdicts) if before.keys() - after.keys() else {}
+    reasons |= mismatched
     changed = []
     for gpu in sorted(before.keys() | after.keys()):
         old, new = before.get(gpu), after.get(gpu)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from schemas.contracts import FullResult
 from schemas.events import PlannedRun
+from services.scorer.fingerprints import hardware_of
 
 MAX_ERROR_CHARS = 500
 RANKED_STAGES = ("test", "benchmark", "leaderboard")
@@ -24,6 +25,7 @@ class RunVerdict:
     runner_error: bool = False
     score: float | None = None
     harness_version: str = ""
+    hardware: dict[str, str] = field(default_factory=dict)  # the comparable fingerprint it was measured on
 
 
 def score_of(result: dict[str, str], ranking_by: str) -> float:
@@ -93,7 +95,7 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str) -> RunVerdict:
             score = score_of(outputs["leaderboard"], ranking_by)
         except (ScoreError, KeyError, ValueError) as exc:
             return RunVerdict(passed=False, reason=f"no score: {exc}")
-    return RunVerdict(passed=True, score=score, harness_version=harness)
+    return RunVerdict(passed=True, score=score, harness_version=harness, hardware=hardware_of(result.system))
 
 
 def failed_run_verdict(reason: str, detail: str) -> RunVerdict:
@@ -109,6 +111,7 @@ class GpuScore:
     score: float
     secret_score: float | None
     harness_version: str
+    hardware: dict[str, str] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -125,7 +128,7 @@ class Decision:
     rejections: list[GpuRejection] = field(default_factory=list)
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
     return " ".join(text.split())[:MAX_ERROR_CHARS]
 
 
@@ -144,7 +147,7 @@ def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]
                 problems.append(f"{label} on {run.gpu}: {verdict.reason}")
         if not problems:
             return Decision("succeeded", None)
-        return Decision(base_status, _one_line("; ".join(problems)))
+        return Decision(base_status, one_line("; ".join(problems)))
 
     scores, rejections, problems = [], [], []
     for gpu in dict.fromkeys(run.gpu for run in planned):
@@ -160,14 +163,14 @@ def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]
             reason = f"secret validation failed on {gpu}"
         else:
             assert pv.score is not None  # verdict_of scores every ranked run that passes
-            scores.append(GpuScore(gpu, public.run_id, pv.score, sv.score, pv.harness_version))
+            scores.append(GpuScore(gpu, public.run_id, pv.score, sv.score, pv.harness_version, pv.hardware))
             continue
         rejections.append(GpuRejection(gpu, reason))
         problems.append(reason)
     if not problems:
         return Decision("succeeded", None, scores, rejections)
     error = "; ".join(problems) + "; submission will not appear on the leaderboard"
-    return Decision(base_status, _one_line(error), scores, rejections)
+    return Decision(base_status, one_line(error), scores, rejections)
 
 
 @dataclass(frozen=True)

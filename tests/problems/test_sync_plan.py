@@ -171,3 +171,33 @@ def test_a_competition_file_that_is_not_a_problem_list_is_an_error_naming_file_a
         load_competition(bad)
     with pytest.raises(ValueError, match="invalid deadline 'soon'"):
         parse_deadline("soon")
+
+
+def test_a_competition_file_sets_its_precheck_outcomes_per_problem_over_the_files(checkout):
+    from schemas.precheck_events import PrecheckPolicySet
+
+    path = checkout / "pmpp_v2.yaml"
+    competition = yaml.safe_load(path.read_text())
+    competition["precheck"] = {"thread": "off", "dynamic-code": "hacked"}
+    competition["problems"][1]["precheck"] = {"thread": "warn"}
+    path.write_text(yaml.safe_dump(competition, sort_keys=False))
+    result = plan(checkout)
+    policies = {e.leaderboard: e.outcomes for e in result.events if isinstance(e, PrecheckPolicySet)}
+    assert policies == {"vectoradd_v2": {"thread": "off", "dynamic-code": "hacked"},
+                        "grayscale_v2": {"thread": "warn", "dynamic-code": "hacked"},
+                        "matmul_cu_v2": {"thread": "off", "dynamic-code": "hacked"}}
+    order = [type(e).__name__ + ":" + getattr(e, "name", getattr(e, "leaderboard", "")) for e in result.events]
+    assert order.index("LeaderboardCreated:vectoradd_v2") < order.index("PrecheckPolicySet:vectoradd_v2")
+    # kept boards get them again on a later sync; an unknown rule is that problem's error, the others go on
+    competition["problems"][0]["precheck"] = {"threads": "off"}
+    path.write_text(yaml.safe_dump(competition, sort_keys=False))
+    again = plan(checkout, as_boards(e for e in result.events if isinstance(e, LeaderboardCreated)))
+    assert {e.leaderboard for e in again.events if isinstance(e, PrecheckPolicySet)} == {"grayscale_v2",
+                                                                                         "matmul_cu_v2"}
+    assert again.errors == [{"name": "vectoradd_v2", "error": "precheck: unknown pre-check rule 'threads'; rules: "
+                             "ctypes, dynamic-code, fd-write, harness-reach, proc-access, side-stream, thread, "
+                             "timer-patch"}]
+    competition["precheck"] = ["thread"]
+    path.write_text(yaml.safe_dump(competition, sort_keys=False))
+    with pytest.raises(CompetitionFileError, match="precheck: must be a mapping of rule name to outcome"):
+        load_competition(path)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from schemas import contracts, events, operations_events, policy_events
+from schemas import contracts, events, operations_events, policy_events, precheck_events
 from schemas.envelope import Event
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -122,6 +122,9 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
         submission_id=7, leaderboard="grayscale", user_id="u1", user_name="ada", mode="leaderboard",
         ranking_by="geom", submitted_at=T0,
         runs=[dict(run_id="7.H100.public", gpu="H100", mode="leaderboard")],
+        precheck=dict(outcome="hacked", detail="Submission rejected by KernelGuard pre-check (line 2: x). "
+                                               "Matched rules: timer-patch.",
+                      findings=[dict(rule="timer-patch", severity="high", message="x", line=2)]),
     ),
     events.SubmissionRejected: dict(submission_id=7, reason="nope", status_code=404),
     events.SubmissionFinished: dict(submission_id=7, status="failed", error="test failed on H100: x"),
@@ -167,6 +170,9 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
     policy_events.InviteClaimed: dict(code="k1", user_id="u1", user_name="ada"),
     policy_events.InviteRevoked: dict(code="k1"),
     policy_events.LeaderboardVisibilityChanged: dict(leaderboard="grayscale", visibility="closed", change_id="c1"),
+    precheck_events.PrecheckPolicySet: dict(leaderboard="grayscale", outcomes={"thread": "off"}, change_id="c1"),
+    precheck_events.PrecheckCleared: dict(submission_id=7, cleared_by="admin", change_id="c1"),
+    precheck_events.SubmissionReinstated: dict(submission_id=7, status="succeeded", rejudge_id="r1"),
 }
 
 # A field of the business identity for each event, and a different value for it: the id must change with it.
@@ -205,6 +211,9 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     policy_events.InviteClaimed: ("code", "k2"),
     policy_events.InviteRevoked: ("code", "k2"),
     policy_events.LeaderboardVisibilityChanged: ("change_id", "c2"),
+    precheck_events.PrecheckPolicySet: ("leaderboard", "softmax"),
+    precheck_events.PrecheckCleared: ("change_id", "c2"),
+    precheck_events.SubmissionReinstated: ("rejudge_id", "r2"),
 }
 
 CONTRACT_SAMPLES: dict[type[BaseModel], dict[str, Any]] = {
@@ -213,6 +222,13 @@ CONTRACT_SAMPLES: dict[type[BaseModel], dict[str, Any]] = {
     contracts.Task: TASK.model_dump(),
     contracts.RunPayload: dict(run_id="7.H100.test", gpu="H100", lang="py", mode="test"),
     contracts.SystemInfo: dict(gpu="H100", device_count=1),
+    contracts.GpuFingerprint: dict(name="NVIDIA H100 80GB HBM3", uuid="GPU-1", driver="550.54.15",
+                                   runtime_version="12.4", sm_clock_mhz=1755, power_limit_w=700.0, ecc="enabled"),
+    contracts.CpuFingerprint: dict(model="AMD EPYC 9654", cores=192, governor="performance", frequency_mhz=3700.0),
+    contracts.Fingerprint: dict(source="nvml", gpus=[dict(name="NVIDIA H100 80GB HBM3")], cpu=dict(cores=2)),
+    contracts.TelemetrySample: dict(temperature_c=71, sm_clock_mhz=1410, throttle_reasons=["hw-thermal-slowdown"]),
+    contracts.StageTelemetry: dict(source="nvml", before=[dict(temperature_c=60)], throttled=True,
+                                   throttle_reasons=["sw-power-cap"]),
     contracts.CompileResult: dict(success=False, exit_code=1),
     contracts.RunResult: dict(success=True, passed=False, exit_code=112),
     contracts.ProfileResult: dict(profiler="ncu"),
@@ -222,6 +238,8 @@ CONTRACT_SAMPLES: dict[type[BaseModel], dict[str, Any]] = {
 PARTS: dict[type[BaseModel], dict[str, Any]] = {
     events.PlannedRun: dict(run_id="7.H100.public", gpu="H100", mode="leaderboard"),
     events.RankEntry: RANK_ENTRY,
+    precheck_events.PrecheckFinding: dict(rule="fd-write", severity="high", message="writes to an inherited fd"),
+    precheck_events.PrecheckVerdict: dict(outcome="warn", findings=[], detail="KernelGuard pre-check warning"),
 }
 
 CATALOGUE_IDS = [e.__name__ for e in events.CATALOGUE]

@@ -85,3 +85,38 @@ def test_archive_rows_are_columns_in_batch_order() -> None:
     assert subjects == ["evt.submission.received", "evt.run.completed"]
     assert payloads[1]["result"]["system"]["cpu"] == "AMD EPYC"
     assert correlations == ["", ""]
+
+
+def test_a_precheck_verdict_a_clearing_and_a_reinstatement_are_projected_after_the_job_status() -> None:
+    from schemas.events import SubmissionRejected
+    from schemas.precheck_events import (
+        PrecheckCleared,
+        PrecheckFinding,
+        PrecheckPolicySet,
+        PrecheckVerdict,
+        SubmissionReinstated,
+    )
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    finding = PrecheckFinding(rule="timer-patch", severity="high", message="reassigns a timer", line=3)
+    hacked = PrecheckVerdict(outcome="hacked", findings=[finding], detail="Submission rejected ... timer-patch.")
+    accepted = SubmissionAccepted(submission_id=7, leaderboard="grayscale", user_id="1", user_name="a",
+                                  mode="leaderboard", ranking_by="last", submitted_at=at, runs=[], precheck=hacked,
+                                  occurred_at=at)
+    refused = SubmissionRejected(submission_id=8, reason="x", precheck=hacked.model_copy(update={"outcome": "refuse"}),
+                                 occurred_at=at)
+    plain = SubmissionAccepted(submission_id=9, leaderboard="grayscale", user_id="1", user_name="a", mode="test",
+                               ranking_by="last", submitted_at=at, runs=[])
+    events = [accepted, refused, plain, SubmissionFinished(submission_id=7, status="hacked", error="x"),
+              PrecheckCleared(submission_id=7, cleared_by="admin", reason="fine", change_id="c", occurred_at=at),
+              SubmissionReinstated(submission_id=7, status="succeeded", rejudge_id="r"),
+              PrecheckPolicySet(leaderboard="grayscale", outcomes={"thread": "off"}, change_id="c")]
+    [plan] = projections.plan_batch(list(enumerate(events, start=1)))
+    assert plan.rows["precheck_verdict_insert"] == [
+        (7, "hacked", ["timer-patch"], [finding.model_dump(mode="json")], hacked.detail, at),
+        (8, "refuse", ["timer-patch"], [finding.model_dump(mode="json")], hacked.detail, at)]
+    assert plan.rows["precheck_clear"] == [(7, "admin", at, "fine")]
+    assert plan.rows["submission_reinstate"] == [(7, "succeeded", None)]
+    assert plan.rows["precheck_policy_put"] == [("grayscale", {"thread": "off"})]
+    order = [name for name, _ in plan.steps()]
+    assert order.index("submission_status") < order.index("submission_reinstate")  # hacked, then reinstated

@@ -11,12 +11,13 @@ from pydantic import BaseModel
 from schemas.events import CliUserRegistered
 from services.gateway import repository
 from services.gateway.deps import Broker, Pool, require_admin
-from services.gateway.routes import admin_policy, admin_submissions
+from services.gateway.routes import admin_policy, admin_precheck, admin_submissions
 from services.kit.bus import publish
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 router.include_router(admin_policy.router)
 router.include_router(admin_submissions.router)
+router.include_router(admin_precheck.router)
 
 
 class NewUser(BaseModel):

@@ -25,6 +25,7 @@ from runner.competition import DEFAULT_LIFETIME
 from runner.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated, SubmissionDeleted
+from schemas.precheck_events import PrecheckPolicySet
 from services.gateway import problem_archive, problems_repository
 from services.gateway.deps import Broker, Pool, Settings, require_admin
 from services.gateway.problemsync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
@@ -32,7 +33,7 @@ from services.kit.bus import PublishFailed, publish
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 # Besides SubmissionDeleted, which the gateway documents already.
-PUBLISHES = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
+PUBLISHES = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted, PrecheckPolicySet)
 
 VISIBILITIES = ("public", "closed")
 REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
@@ -168,7 +169,8 @@ async def _sync_archive(data: bytes, pool, broker, settings, *, problem_set: str
             stored.append(event)
         except PublishFailed as exc:
             plan.fail(event, str(exc))
-    await _await_projection(pool, settings, stored, [])
+    boards_written = [e for e in stored if isinstance(e, (LeaderboardCreated, LeaderboardUpdated))]
+    await _await_projection(pool, settings, boards_written, [])
     return {"status": "ok", **plan.report()}
 
 

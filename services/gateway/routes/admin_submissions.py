@@ -14,7 +14,8 @@ from services.gateway import admin_repository, boards, intake, repository, views
 from services.gateway.changes import bad_request, field
 from services.gateway.deps import CurrentUser, Pool
 from services.gateway.routes.submissions import accepted_response
-from services.operate import hf_export
+from services.operate import hf_export, precheck
+from services.operate import repository as operate_repository
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]
@@ -35,7 +36,8 @@ async def show_submission(submission_id: int, pool: Pool) -> dict:
     if row is None:
         raise HTTPException(404, "Submission not found")
     runs = await repository.submission_runs(pool, submission_id)
-    return {"status": "ok", "submission": views.admin_submission(row, runs)}
+    verdict = precheck.verdict_view(await operate_repository.precheck_verdict(pool, submission_id))
+    return {"status": "ok", "submission": views.admin_submission(row, runs) | {"precheck": verdict}}
 
 
 async def _delete(request: Request, submission_id: int, user_id: str) -> None:

@@ -1,0 +1,72 @@
+"""Admin routes of the source pre-check (harness.md §8.2): a competition's outcomes per rule, a submission's
+verdict with the rules that fired, and clearing a false positive (rescored through the rejudge path)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, HTTPException, Request
+
+from services.gateway.changes import field, publish_and_settle
+from services.gateway.deps import Pool
+from services.operate import precheck, repository
+
+router = APIRouter()
+JsonBody = Annotated[Any, Body()]
+CLEARED_BY = "admin"
+
+
+def _http(error: precheck.PrecheckError) -> HTTPException:
+    return HTTPException(error.status, str(error))
+
+
+@router.get("/leaderboards/{leaderboard}/precheck")
+async def show_policy(leaderboard: str, pool: Pool) -> dict:
+    if await repository.board(pool, leaderboard) is None:
+        raise HTTPException(404, f"Leaderboard `{leaderboard}` does not exist.")
+    return {"status": "ok", "rules": precheck.policy_view(await repository.precheck_policy(pool, leaderboard))}
+
+
+@router.put("/leaderboards/{leaderboard}/precheck")
+async def set_policy(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
+    """Body `{"outcomes": {"<rule>": "refuse" | "hacked" | "warn" | "off"}}`; rules not named keep their default."""
+    try:
+        event = await precheck.build_policy(pool, leaderboard, field(body, "outcomes"))
+    except precheck.PrecheckError as error:
+        raise _http(error) from error
+
+    async def shown() -> bool:
+        return await repository.precheck_policy(pool, leaderboard) == event.outcomes
+
+    await publish_and_settle(request, event, shown)
+    return {"status": "ok", "rules": precheck.policy_view(await repository.precheck_policy(pool, leaderboard))}
+
+
+@router.get("/submissions/{submission_id}/precheck")
+async def show_verdict(submission_id: int, pool: Pool) -> dict:
+    view = precheck.verdict_view(await repository.precheck_verdict(pool, submission_id))
+    if view is None:
+        raise HTTPException(404, f"Submission {submission_id} has no pre-check verdict")
+    return {"status": "ok", "submission_id": submission_id, "precheck": view}
+
+
+@router.post("/submissions/{submission_id}/precheck/clear")
+async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: JsonBody = None) -> dict:
+    """Clear a `hacked` verdict judged a false positive; the scorer then reinstates the submission (its job status
+    leaves `hacked`) and rescores its board. Answers once the clearing shows."""
+    reason = field(body, "reason")
+    if reason is not None and (not isinstance(reason, str) or "\x00" in reason):
+        raise HTTPException(400, "reason must be a string")
+    try:
+        event = await precheck.build_clear(pool, submission_id, CLEARED_BY, reason or "")
+    except precheck.PrecheckError as error:
+        raise _http(error) from error
+
+    async def shown() -> bool:  # the clearing itself; the scorer's reinstatement and rescore follow it
+        verdict = await repository.precheck_verdict(pool, submission_id)
+        return verdict is not None and verdict["cleared_at"] is not None
+
+    await publish_and_settle(request, event, shown)
+    return {"status": "ok", "submission_id": submission_id,
+            "submission_status": await repository.submission_status(pool, submission_id),
+            "precheck": precheck.verdict_view(await repository.precheck_verdict(pool, submission_id))}
