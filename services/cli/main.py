@@ -56,11 +56,17 @@ def _serve(name: str) -> None:
     import asyncio
 
     from services.kit import jsonlog
-    from services.kit.settings import DiscordSettings, DispatcherSettings, GatewaySettings, ServiceSettings
+    from services.kit.settings import (
+        DiscordSettings,
+        DispatcherSettings,
+        GatewaySettings,
+        ScorerSettings,
+        ServiceSettings,
+    )
 
     # the service's own settings first: a setting named both ours and upstream's way stops it here
-    settings = {"gateway": GatewaySettings, "dispatcher": DispatcherSettings, "discord": DiscordSettings}.get(
-        name, ServiceSettings)()
+    settings = {"gateway": GatewaySettings, "dispatcher": DispatcherSettings, "discord": DiscordSettings,
+                "scorer": ScorerSettings}.get(name, ServiceSettings)()
     jsonlog.configure(name, settings.log_level)
     if name == "gateway":
         import uvicorn
