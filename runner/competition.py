@@ -16,6 +16,7 @@ import yaml
 
 DEFAULT_LIFETIME = timedelta(days=365)
 DEADLINE_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d")
+HARNESS_CHOICES = ("problem", "kernelbot")
 
 
 class CompetitionFileError(ValueError):
@@ -31,6 +32,9 @@ class CompetitionEntry:
     deadline: str | None  # as written; parse with parse_deadline
     gpus: list[str] | None  # None: take them from task.yml
     problem: str | None = None
+    # New platform: which harness judges the problem (the entry's `harness`, else the file's top-level `harness`);
+    # None: as its task.yml says. Overrides task.yml, because the operator's competition file decides.
+    harness: str | None = None
 
 
 @dataclass(frozen=True)
@@ -78,11 +82,15 @@ def load_competition(path: Path) -> CompetitionFile:
         problems = []
     if not isinstance(problems, list):
         raise CompetitionFileError(f"{path}: problems: must be a list, got {type(problems).__name__}")
-    entries = [_entry(path, index, item) for index, item in enumerate(problems)]
+    default_harness = raw.get("harness")
+    if default_harness is not None and default_harness not in HARNESS_CHOICES:
+        raise CompetitionFileError(f"{path}: harness: must be one of {', '.join(HARNESS_CHOICES)}, "
+                                   f"got {default_harness!r}")
+    entries = [_entry(path, index, item, default_harness) for index, item in enumerate(problems)]
     return CompetitionFile(path=path, set_name=path.stem, title=str(raw.get("name") or path.stem), entries=entries)
 
 
-def _entry(path: Path, index: int, item: Any) -> CompetitionEntry:
+def _entry(path: Path, index: int, item: Any, default_harness: str | None = None) -> CompetitionEntry:
     where = f"{path.name}: problems[{index}]"
     if not isinstance(item, dict):
         return CompetitionEntry(None, None, None, None, f"{where}: must be a mapping, got {type(item).__name__}")
@@ -95,4 +103,8 @@ def _entry(path: Path, index: int, item: Any) -> CompetitionEntry:
     if gpus is not None and (not isinstance(gpus, list) or not all(isinstance(g, str) and g for g in gpus)):
         problem = f"{where}.gpus: must be a list of GPU names, got {gpus!r}"
         gpus = None
-    return CompetitionEntry(name, directory, deadline, list(gpus) if gpus else None, problem)
+    harness = item.get("harness", default_harness)
+    if harness is not None and harness not in HARNESS_CHOICES:
+        problem = f"{where}.harness: must be one of {', '.join(HARNESS_CHOICES)}, got {harness!r}"
+        harness = None
+    return CompetitionEntry(name, directory, deadline, list(gpus) if gpus else None, problem, harness)

@@ -50,7 +50,7 @@ WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
 WORKER_FILE = "harness_worker.py"
-HIDDEN_FROM_WORKER = ("reference.py",)  # besides this file itself
+HIDDEN_FROM_WORKER = ("reference.py", "harness_refkernels.py")  # besides this file itself
 # The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
 # exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
 # more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
@@ -131,6 +131,7 @@ class Harness:
         self.source_dir, self.hidden = worker_files()
         self.group, self.group_size, self.group_ready, self.starts, self.failure = group, world_size, False, 1, None
         self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
+        self.reference, self.adapter, self.buffers = reference, load_adapter(), {}
         self.secret = secret
         self.out = channel
         self.data_fd = data_fd
@@ -194,6 +195,9 @@ class Harness:
         ranks = [None] if world_size == 1 else list(range(world_size))
         pristine = [self.generate(case, iteration, rank) for rank in ranks]
         frames = [self.wire.pack(self.torch, value, exact=False) for value in pristine]
+        outputs = self.output_buffers(case, pristine[0])
+        if outputs:
+            frames = [({**header, "outputs": outputs}, body) for header, body in frames]
         limit = 64 * max(len(body) for _, body in frames) + (64 << 20)
         try:
             replies, wall, cpu = group.exchange(kind, frames, limit)
@@ -218,6 +222,15 @@ class Harness:
         if not isinstance(reported, int) or reported < 0:
             return False, "the worker reported no time", {}
         return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", "")}
+
+    def output_buffers(self, case: dict, pristine) -> list:
+        """Input tensors the kernel may return (a preallocated output, found by the reference-kernels adapter)."""
+        if self.adapter is None:
+            return []
+        key = repr(sorted(case.items()))
+        if key not in self.buffers:
+            self.buffers[key] = self.adapter.output_buffers(self.torch, self.reference, pristine)
+        return self.buffers[key]
 
     # -- stages --
 
@@ -373,6 +386,15 @@ def hide_seed_by_reexec() -> None:
 def worker_files() -> tuple[str, tuple[str, ...]]:
     """The directory whose files the worker gets, and the names it must not get (this file, the reference)."""
     return os.path.dirname(os.path.abspath(sys.argv[0])), (os.path.basename(sys.argv[0]), *HIDDEN_FROM_WORKER)
+
+
+def load_adapter():
+    """The reference-kernels adapter, when the runner shipped it (runner/harness_choice.py)."""
+    try:
+        import harness_refkernels
+    except ImportError:
+        return None
+    return harness_refkernels
 
 
 def make_undumpable() -> None:

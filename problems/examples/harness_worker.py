@@ -58,6 +58,21 @@ def storages(torch, value) -> set[int]:
     return set().union(*(storages(torch, item) for item in items))
 
 
+def buffers(torch, data, paths: list) -> set[int]:
+    """Storages of the inputs the supervisor declared as output buffers (paths into the input's nesting)."""
+    found = set()
+    for path in paths:
+        value = data
+        try:
+            for step in path:
+                value = value[step]
+        except (KeyError, IndexError, TypeError):
+            continue
+        if isinstance(value, torch.Tensor):
+            found |= storages(torch, value)
+    return found
+
+
 class Worker:
     def __init__(self, torch, kernel, rank: int, world_size: int):
         self.torch, self.kernel, self.rank, self.world_size = torch, kernel, rank, world_size
@@ -80,7 +95,7 @@ class Worker:
         if self.world_size > 1:
             self.torch.distributed.barrier()
 
-    def run(self, kind: str, data) -> tuple[dict, object]:
+    def run(self, kind: str, data, outputs: list | None = None) -> tuple[dict, object]:
         torch = self.torch
         device = self.cuda_device(data)
         if device is not None:
@@ -105,7 +120,7 @@ class Worker:
             self.barrier()
             elapsed = _perf_counter_ns() - started
         problem = timers_intact(torch)
-        if not problem and storages(torch, output) & storages(torch, data):
+        if not problem and storages(torch, output) & (storages(torch, data) - buffers(torch, data, outputs or [])):
             problem = "output shares storage with an input"
         return {"kind": "done", "ns": elapsed, "error": problem}, output
 
@@ -154,7 +169,8 @@ def serve(requests: int, replies: int) -> int:
         if header.get("kind") == "exit":
             return 0
         try:
-            reply, output = worker.run(str(header.get("kind")), unpack(torch, header, body))
+            outputs = header.get("outputs") if isinstance(header.get("outputs"), list) else []
+            reply, output = worker.run(str(header.get("kind")), unpack(torch, header, body), outputs)
             reply_header, reply_body = pack(torch, output)
             write_frame(replies, {**reply, **reply_header}, reply_body)
         except Exception as exc:  # noqa: BLE001 - the kernel's failure is this call's failure
