@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, RunPayload, RunResult, SystemInfo
 
 from .cuda import BINARY_NAME, compile_cuda
+from .cuda_supervisor import SUPERVISOR_NAME, compile_supervisor
 from .environment import scrubbed_environment
 from .harness_choice import choose_harness
 from .process import run_process
@@ -80,7 +81,7 @@ def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo,
     plans = plan_stages(payload)
     env = box.environment(scrubbed_environment())
     start = _now()
-    program, compilation = _prepare(payload, box, env)
+    program, compilation = _prepare(payload, box, env, (harness or {}).get("supervisor"))
     if program is None:  # compilation failed: the chain stops before its first stage
         return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None,
                                          harness=harness or {})}
@@ -96,9 +97,11 @@ def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo,
     return runs
 
 
-def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str]) -> tuple[list[str] | None, CompileResult | None]:
+def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str],
+             supervisor: str | None = None) -> tuple[list[str] | None, CompileResult | None]:
     """Write the files and warm up (py) or compile (cu). Returns the harness program (None when compilation
-    failed) and the compile record."""
+    failed) and the compile record. `supervisor`: the harness file of a supervised CUDA harness, also built alone
+    as the program the runner starts (runner/cuda_supervisor.py)."""
     run_dir = box.run_dir
     if payload.lang == "py":
         if not payload.main or payload.main not in payload.sources:
@@ -112,10 +115,14 @@ def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str]) -> tuple
     box.open_for_build()
     try:
         compilation = compile_cuda(payload, run_dir, env, wrap=lambda argv, timeout: box.wrap(argv, timeout))
+        if supervisor and compilation.success:
+            built = compile_supervisor(payload, supervisor, run_dir, env, wrap=lambda argv, t: box.wrap(argv, t))
+            compilation = compilation if built.success else built  # a failed harness build is what to show
     finally:
         _remove_files(run_dir, files)  # user code must never read the reference sources
         box.seal()
-    return ([f"./{BINARY_NAME}"] if compilation.success else None), compilation
+    binary = SUPERVISOR_NAME if supervisor else BINARY_NAME
+    return ([f"./{binary}"] if compilation.success else None), compilation
 
 
 def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemInfo) -> dict[str, str]:

@@ -119,11 +119,12 @@ def choose_harness(payload: RunPayload) -> HarnessPlan:
 def _choose_cuda(payload: RunPayload) -> HarnessPlan:
     files = {**payload.headers, **payload.sources}
     ours = OUR_CU_HARNESS.read_text(encoding="utf-8")
-    names = [name for name, text in files.items() if text == ours]
-    if names:
+    names = [name for name, text in payload.sources.items() if text == ours]
+    if names:  # built a second time alone, as the supervisor the runner starts (runner/cuda_supervisor.py)
         return HarnessPlan(payload, _info("kernelbot", _version(CU_VERSION, ours), True,
                                           "KernelBot's CUDA harness: the submission runs in a worker process under "
-                                          "a supervisor that owns the result pipe", content_sha256(ours)))
+                                          "a supervisor that owns the result pipe", content_sha256(ours),
+                                          supervisor=names[0]))
     harness = next((name for name in files if name.startswith("eval.") and name != payload.submission_file), "")
     sha = content_sha256(files.get(harness, ""))
     return HarnessPlan(payload, _info("problem", f"problem {harness or 'harness'} sha256:{sha[:12]}", False,

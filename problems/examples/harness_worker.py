@@ -76,6 +76,7 @@ def buffers(torch, data, paths: list) -> set[int]:
 class Worker:
     def __init__(self, torch, kernel, rank: int, world_size: int):
         self.torch, self.kernel, self.rank, self.world_size = torch, kernel, rank, world_size
+        self.outputs: list = []  # input paths the current request may return (declared output buffers)
         self.flush_buffer = None
 
     def cuda_device(self, data):
@@ -95,7 +96,7 @@ class Worker:
         if self.world_size > 1:
             self.torch.distributed.barrier()
 
-    def run(self, kind: str, data, outputs: list | None = None) -> tuple[dict, object]:
+    def run(self, kind: str, data) -> tuple[dict, object]:
         torch = self.torch
         device = self.cuda_device(data)
         if device is not None:
@@ -120,7 +121,7 @@ class Worker:
             self.barrier()
             elapsed = _perf_counter_ns() - started
         problem = timers_intact(torch)
-        if not problem and storages(torch, output) & (storages(torch, data) - buffers(torch, data, outputs or [])):
+        if not problem and storages(torch, output) & (storages(torch, data) - buffers(torch, data, self.outputs)):
             problem = "output shares storage with an input"
         return {"kind": "done", "ns": elapsed, "error": problem}, output
 
@@ -169,8 +170,8 @@ def serve(requests: int, replies: int) -> int:
         if header.get("kind") == "exit":
             return 0
         try:
-            outputs = header.get("outputs") if isinstance(header.get("outputs"), list) else []
-            reply, output = worker.run(str(header.get("kind")), unpack(torch, header, body), outputs)
+            worker.outputs = header.get("outputs") if isinstance(header.get("outputs"), list) else []
+            reply, output = worker.run(str(header.get("kind")), unpack(torch, header, body))
             reply_header, reply_body = pack(torch, output)
             write_frame(replies, {**reply, **reply_header}, reply_body)
         except Exception as exc:  # noqa: BLE001 - the kernel's failure is this call's failure
