@@ -1,4 +1,5 @@
-"""Issue #16 item 5: a C++ submission that writes a forged verdict to the result fd (tests/exploits/cuda/).
+"""Issue #16 item 5: a C++ submission that writes a forged verdict to the result fd
+(runner/conformance/sources/fd_static_init.cu, which `kernelbot conformance` also runs).
 
 The forger's static initializer writes a complete, consistent passing result to every descriptor from 3 up and
 exits 0. Linked into a harness that holds the result pipe in its own process, as eval.cu did before, that is a
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import runner
 from problems import PROBLEMS_ROOT
 from runner.cuda import BINARY_NAME, compile_cuda, find_nvcc
 from runner.environment import scrubbed_environment
@@ -25,7 +27,7 @@ from runner.taskfile import load_problem
 from services.scorer.scoring import verdict_of
 
 PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
-FORGER = (Path(__file__).parents[1] / "exploits" / "cuda" / "fd_forged_verdict.cu").read_text()
+FORGER = (Path(runner.__file__).parent / "conformance" / "sources" / "fd_static_init.cu").read_text()
 pytestmark = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
 
 

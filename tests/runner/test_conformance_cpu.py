@@ -1,0 +1,42 @@
+"""`kernelbot conformance` on this host, which has no GPU: it runs what it can (our Python harness on the CPU, the
+C++ forged-verdict exploit, which acts before any CUDA call, when nvcc exists) and reports every other check as
+skipped with the reason, one line each, then the summary. tests/gpu runs the same checks where a GPU exists."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from runner.conformance import CHECKS, HostCapabilities
+from runner.conformance.report import CheckResult, summary_line
+
+KERNELBOT = Path(sys.executable).parent / "kernelbot"
+
+
+def test_on_a_cpu_host_it_runs_what_it_can_and_skips_the_rest():
+    host = HostCapabilities.detect()
+    assert host.gpus == 0, "this test describes a host without a GPU; tests/gpu covers the others"
+    done = subprocess.run([str(KERNELBOT), "conformance"], capture_output=True, text=True, timeout=900, check=False,
+                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    lines = [line for line in done.stdout.splitlines() if line.split(" ", 1)[0] in ("PASS", "FAIL", "SKIP")]
+    assert [line.split()[1].rstrip(":") for line in lines] == list(CHECKS), done.stdout
+    status = {line.split()[1].rstrip(":"): line.split()[0] for line in lines}
+    runnable = {"py_harness_correct", "py_fake_events"} | ({"cu_fd_static_init"} if host.nvcc else set())
+    assert {name for name, value in status.items() if value == "PASS"} == runnable, done.stdout + done.stderr
+    assert all(value == "SKIP" for name, value in status.items() if name not in runnable), done.stdout
+    assert "SKIP timing_noise: needs a CUDA GPU; this host has none" in lines
+    assert "SKIP nccl_two_rank: needs two GPUs; this host has 0" in lines
+    assert done.stdout.splitlines()[-1] == f"{len(runnable)} passed, 0 failed, {len(CHECKS) - len(runnable)} " \
+                                           f"skipped on no GPU (CPU only), nvcc {'found' if host.nvcc else 'missing'}"
+    assert done.returncode == 0
+
+
+def test_the_summary_counts_and_a_failure_makes_the_command_fail(tmp_path):
+    results = [CheckResult("a", "pass"), CheckResult("b", "fail", "why"), CheckResult("c", "skip", "no GPU")]
+    assert [result.line() for result in results] == ["PASS a", "FAIL b: why", "SKIP c: no GPU"]
+    assert summary_line(results, "host") == "1 passed, 1 failed, 1 skipped on host"
+    done = subprocess.run([str(KERNELBOT), "conformance", "--only", "nope"], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 2 and "unknown check 'nope'" in done.stderr
