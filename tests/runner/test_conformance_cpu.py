@@ -40,3 +40,30 @@ def test_the_summary_counts_and_a_failure_makes_the_command_fail(tmp_path):
     done = subprocess.run([str(KERNELBOT), "conformance", "--only", "nope"], capture_output=True, text=True,
                           timeout=120, check=False)
     assert done.returncode == 2 and "unknown check 'nope'" in done.stderr
+
+
+def test_the_cuda_sources_of_the_gpu_checks_compile(tmp_path):
+    """What cannot run here is at least compiled: the C++ exploits of the GPU checks and the CUDA-graph ground truth,
+    against the bundled problem's headers, with the harness's C++ standard and the H100 architecture."""
+    import pytest
+
+    from problems import PROBLEMS_ROOT
+    from runner.cuda import find_nvcc
+
+    nvcc = find_nvcc()
+    if nvcc is None:
+        pytest.skip("nvcc is not installed")
+    sources = Path(__file__).parents[2] / "runner" / "conformance" / "sources"
+    problem = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
+    for header in problem.glob("*.cuh"):
+        (tmp_path / header.name).write_text(header.read_text())
+    names = sorted(path.name for path in sources.glob("*.cu"))
+    assert names == ["fd_from_kernel.cu", "fd_static_init.cu", "graph_truth.cu", "keeps_running.cu",
+                     "same_work.cu", "side_stream.cu"]
+    for name in names:
+        (tmp_path / name).write_text((sources / name).read_text())
+    done = subprocess.run([nvcc, "--std=c++20", "-O3", "--default-stream=per-thread", "-c",
+                           "-gencode=arch=compute_90a,code=sm_90a", *names], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert all((tmp_path / name.replace(".cu", ".o")).is_file() for name in names)
