@@ -96,7 +96,8 @@ namespace {
 [[maybe_unused]] const char* const kTimer = "cuda-event";
 [[maybe_unused]] const char* const kSeedFdVariable = "KERNELBOT_HARNESS_SEED_FD";
 [[maybe_unused]] const char* const kWorkerBinary = "./eval.out";
-[[maybe_unused]] constexpr unsigned long long kBenchmarkIterationBase = 1ull << 20, kWarmUpIterationBase = 1ull << 24;  // as eval.py
+// As eval.py: disjoint input streams for the benchmark stage and the warm-up.
+[[maybe_unused]] constexpr unsigned long long kBenchmarkIterationBase = 1ull << 20, kWarmUpIterationBase = 1ull << 24;
 [[maybe_unused]] constexpr int kMinSamples = 10, kWarmUpCalls = 3, kPings = 11;
 [[maybe_unused]] constexpr double kWarmUpSeconds = 0.1, kWallLimitSeconds = 120.0;
 [[maybe_unused]] constexpr double kCrossCheckAbsNs = 200e3, kCrossCheckRel = 0.5;
@@ -280,7 +281,9 @@ CaseArgs parse_case_line(const std::string& line) {
 // A case as the line the worker parses back: `key: value; ...` (keys sorted, as CaseArgs keeps them).
 [[maybe_unused]] std::string render_case(const CaseArgs& args) {
     std::string line;
-    for (const auto& [key, value] : args.values) line += (line.empty() ? "" : "; ") + key + ": " + std::to_string(value);
+    for (const auto& [key, value] : args.values) {
+        line += (line.empty() ? "" : "; ") + key + ": " + std::to_string(value);
+    }
     return line;
 }
 
@@ -662,7 +665,8 @@ private:
             Reply reply;
             error = request("timed", c, iteration, reply);  // fresh input, every output checked
             if (!error.empty()) return "timed call " + std::to_string(sample) + ": " + error;
-            bool hidden = reply.wall_ns - overhead - reply.event_ns > kCrossCheckAbsNs + kCrossCheckRel * reply.event_ns;
+            double unseen = reply.wall_ns - overhead - reply.event_ns;
+            bool hidden = unseen > kCrossCheckAbsNs + kCrossCheckRel * reply.event_ns;
             if (reply.unsynchronized || hidden) {
                 ++discarded;  // work outside the timed window, or a time the supervisor did not see
                 continue;

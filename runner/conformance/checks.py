@@ -125,8 +125,8 @@ def cuda_problem_wrong(host: HostCapabilities, repeats: int) -> CheckResult:
     missing = _cuda_requirements(host)
     if missing:
         return skipped("cuda_problem_wrong", missing)
-    return refused("cuda_problem_wrong", run(cuda_task(), source_of_problem("solutions/wrong/returns_input.cu"), "test"),
-                   "returned an input buffer")
+    wrong = source_of_problem("solutions/wrong/returns_input.cu")
+    return refused("cuda_problem_wrong", run(cuda_task(), wrong, "test"), "returned an input buffer")
 
 
 def cu_fd_static_init(host: HostCapabilities, repeats: int) -> CheckResult:

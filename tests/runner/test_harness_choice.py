@@ -143,3 +143,17 @@ def test_the_long_report_names_a_protected_harness():
     info = choose_harness(payload_for(load_problem(VECTORADD).task)).info
     text = render_text(long_report({"system": {"gpu": "cpu"}, "runs": {"test": {"harness": info}}}))
     assert "* Harness: `kernelbot-examples" in text and "+reference-kernels` (protected:" in text
+
+
+def test_kernelbot_harness_identify_says_which_files_are_stock():
+    from typer.testing import CliRunner
+
+    from services.cli.main import app
+
+    custom = FIXTURE / "pmpp_v2" / "grayscale_py" / "eval.py"
+    done = CliRunner().invoke(app, ["harness", "identify", str(FIXTURE / "pmpp_v2" / "eval.py"), str(custom)])
+    assert done.exit_code == 0, done.output
+    stock_line, custom_line = done.output.splitlines()
+    assert stock_line.startswith(content_sha256(STOCK)) and stock_line.endswith("stock: pmpp_v2 eval.py (KernelBot "
+                                                                                  "test rewrite)")
+    assert custom_line.endswith("not a known stock harness: the problem keeps it, unprotected")
