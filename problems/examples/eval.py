@@ -34,7 +34,7 @@ import sys
 import time
 
 HARNESS_VERSION = "kernelbot-examples 0.3.1"
-TIMER = "cpu-perf-counter"
+TIMER, CUDA_TIMER = "cpu-perf-counter", "cuda-event"  # the worker times with CUDA events when the inputs are there
 # No user code runs in this process; the worker binds and re-verifies its own timing references.
 _perf_counter_ns, _monotonic = time.perf_counter_ns, time.monotonic
 
@@ -132,6 +132,7 @@ class Harness:
         self.group, self.group_size, self.group_ready, self.starts, self.failure = group, world_size, False, 1, None
         self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
         self.reference, self.adapter, self.buffers = reference, load_adapter(), {}
+        self.timer = TIMER
         self.secret = secret
         self.out = channel
         self.data_fd = data_fd
@@ -194,6 +195,7 @@ class Harness:
             return False, self.failure, {}
         ranks = [None] if world_size == 1 else list(range(world_size))
         pristine = [self.generate(case, iteration, rank) for rank in ranks]
+        self.timer = CUDA_TIMER if on_cuda(self.torch, pristine[0]) else TIMER
         frames = [self.wire.pack(self.torch, value, exact=False) for value in pristine]
         outputs = self.output_buffers(case, pristine[0])
         if outputs:
@@ -284,10 +286,10 @@ class Harness:
                 continue
             for key, value in summarize(samples).items():
                 self.out.write(f"benchmark.{i}.{key}", value)
-            self.out.write(f"benchmark.{i}.timer", TIMER)
+            self.out.write(f"benchmark.{i}.timer", self.timer)
             self.out.write(f"benchmark.{i}.discarded", discarded)
             self.out.write(f"benchmark.{i}.status", "pass")
-            self.send_data({"key": f"benchmark.{i}", "samples_ns": samples, "timer": TIMER})
+            self.send_data({"key": f"benchmark.{i}", "samples_ns": samples, "timer": self.timer})
         return all_passed
 
     def warm_up(self, case: dict) -> None:
@@ -386,6 +388,14 @@ def hide_seed_by_reexec() -> None:
 def worker_files() -> tuple[str, tuple[str, ...]]:
     """The directory whose files the worker gets, and the names it must not get (this file, the reference)."""
     return os.path.dirname(os.path.abspath(sys.argv[0])), (os.path.basename(sys.argv[0]), *HIDDEN_FROM_WORKER)
+
+
+def on_cuda(torch, value) -> bool:
+    """Whether an input holds a CUDA tensor (then the worker times it with CUDA events)."""
+    if isinstance(value, torch.Tensor):
+        return value.is_cuda
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return any(on_cuda(torch, item) for item in items)
 
 
 def load_adapter():

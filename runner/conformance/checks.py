@@ -69,7 +69,10 @@ def py_harness_correct(host: HostCapabilities, repeats: int) -> CheckResult:
     where = "on the GPU" if host.gpus else "on the CPU"
     if not outcome.passed:
         return failed("py_harness_correct", f"a correct submission failed {where}: {outcome.error}")
-    return passed("py_harness_correct", f"ranked {where}, mean {outcome.mean_ns:.0f} ns")
+    timer = outcome.result.runs["leaderboard"].run.result.get("benchmark.0.timer")
+    if timer != ("cuda-event" if host.gpus else "cpu-perf-counter"):
+        return failed("py_harness_correct", f"ranked {where}, but recorded timer {timer!r}")
+    return passed("py_harness_correct", f"ranked {where} ({timer}), mean {outcome.mean_ns:.0f} ns")
 
 
 def py_fake_events(host: HostCapabilities, repeats: int) -> CheckResult:
