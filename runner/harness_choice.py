@@ -15,6 +15,7 @@ from there, and the long report shows it.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,10 @@ STOCK_EVAL_PY: dict[str, str] = {
     "daca68b34318212dff1e7617632479752f73fbbcddfce8d900dbcbb31ab35348": "pmpp_v2 eval.py (KernelBot test rewrite)",
 }
 
+# Runner hosts may add reviewed versions without a release: comma-separated SHA-256s (`kernelbot harness identify`).
+EXTRA_STOCK_VARIABLE = "KB_STOCK_EVAL_SHA256"
+SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+
 OUR_PY_DIR = PROBLEMS_ROOT / "examples"
 OUR_PY_FILES = ("harness_worker.py", "harness_wire.py", "harness_refkernels.py")  # beside our eval.py
 OUR_CU_HARNESS = PROBLEMS_ROOT / "cuda_examples" / "eval.cu"
@@ -47,6 +52,13 @@ UNPROTECTED = ("the problem's own harness judges this run: its timer, checker an
 
 def content_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def known_stock_versions() -> dict[str, str]:
+    """The built-in stock versions plus those the runner host's operator added (read per call, not at import)."""
+    extra = (item.strip().lower() for item in os.environ.get(EXTRA_STOCK_VARIABLE, "").split(","))
+    return {**{sha: f"added on this host ({EXTRA_STOCK_VARIABLE})" for sha in extra if SHA256.match(sha)},
+            **STOCK_EVAL_PY}
 
 
 @dataclass(frozen=True)
@@ -101,7 +113,7 @@ def choose_harness(payload: RunPayload) -> HarnessPlan:
     if payload.harness != "kernelbot":
         return HarnessPlan(payload, _info("problem", f"problem {payload.main} sha256:{main_sha[:12]}", False,
                                           UNPROTECTED, main_sha))
-    stock = STOCK_EVAL_PY.get(main_sha)
+    stock = known_stock_versions().get(main_sha)
     missing = "" if stock else (f"its {payload.main} (sha256 {main_sha[:12]}) is not a known stock "
                                 f"reference-kernels harness")
     missing = missing or has_reference_kernels_shape(payload)

@@ -157,3 +157,12 @@ def test_kernelbot_harness_identify_says_which_files_are_stock():
     assert stock_line.startswith(content_sha256(STOCK)) and stock_line.endswith("stock: pmpp_v2 eval.py (KernelBot "
                                                                                   "test rewrite)")
     assert custom_line.endswith("not a known stock harness: the problem keeps it, unprotected")
+
+
+def test_a_runner_host_may_add_reviewed_stock_versions(monkeypatch):
+    task = load_problem(VECTORADD).task
+    variant = STOCK.replace("# warm-up", "# warm-up (a reviewed upstream revision)")
+    assert not choose_harness(payload_for(task, **{"eval.py": variant})).protected
+    monkeypatch.setenv("KB_STOCK_EVAL_SHA256", f"not-a-hash, {content_sha256(variant).upper()}")
+    plan = choose_harness(payload_for(task, **{"eval.py": variant}))
+    assert plan.protected and plan.info["replaced"] == "added on this host (KB_STOCK_EVAL_SHA256)"
