@@ -67,3 +67,22 @@ def test_the_cuda_sources_of_the_gpu_checks_compile(tmp_path):
                           text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert all((tmp_path / name.replace(".cu", ".o")).is_file() for name in names)
+
+
+def test_the_timing_noise_build_compiles_worker_supervisor_and_graph_truth(tmp_path):
+    """The timing-noise check's one build (runner/conformance/runs.py), as far as a host without a GPU gets: the
+    three binaries link; running them needs a GPU."""
+    import pytest
+
+    from runner.conformance.runs import TRUTH_BINARY, CudaBuild
+    from runner.cuda import find_nvcc
+    from runner.cuda_supervisor import SUPERVISOR_NAME
+    from runner.taskfile import load_problem
+
+    if find_nvcc() is None:
+        pytest.skip("nvcc is not installed")
+    problem = load_problem(Path(__file__).parents[2] / "problems" / "cuda_examples" / "vectoradd_cu")
+    build = CudaBuild(tmp_path, (problem.directory / "submission.cu").read_text())
+    assert build.problem == "", build.problem
+    assert all((tmp_path / name).is_file() for name in ("eval.out", SUPERVISOR_NAME, TRUTH_BINARY))
+    assert "--default-stream=per-thread" in build.compilations[2].command
