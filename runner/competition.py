@@ -16,6 +16,7 @@ import yaml
 
 DEFAULT_LIFETIME = timedelta(days=365)
 DEADLINE_FORMATS = ("%Y-%m-%d %H:%M", "%Y-%m-%d")
+HARNESS_CHOICES = ("problem", "kernelbot")
 
 
 class CompetitionFileError(ValueError):
@@ -32,6 +33,9 @@ class CompetitionEntry:
     gpus: list[str] | None  # None: take them from task.yml
     problem: str | None = None
     precheck: dict[str, str] | None = None  # this problem's pre-check outcomes, over the file's
+    # New platform: which harness judges the problem (the entry's `harness`, else the file's top-level `harness`);
+    # None: as its task.yml says. Overrides task.yml, because the operator's competition file decides.
+    harness: str | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,11 @@ def load_competition(path: Path) -> CompetitionFile:
         problems = []
     if not isinstance(problems, list):
         raise CompetitionFileError(f"{path}: problems: must be a list, got {type(problems).__name__}")
-    entries = [_entry(path, index, item) for index, item in enumerate(problems)]
+    default_harness = raw.get("harness")
+    if default_harness is not None and default_harness not in HARNESS_CHOICES:
+        raise CompetitionFileError(f"{path}: harness: must be one of {', '.join(HARNESS_CHOICES)}, "
+                                   f"got {default_harness!r}")
+    entries = [_entry(path, index, item, default_harness) for index, item in enumerate(problems)]
     precheck, problem = _outcomes(raw.get("precheck"), f"{path}: precheck")
     if problem:
         raise CompetitionFileError(problem)
@@ -98,7 +106,7 @@ def _outcomes(value: Any, where: str) -> tuple[dict[str, str] | None, str | None
     return dict(value), None
 
 
-def _entry(path: Path, index: int, item: Any) -> CompetitionEntry:
+def _entry(path: Path, index: int, item: Any, default_harness: str | None = None) -> CompetitionEntry:
     where = f"{path.name}: problems[{index}]"
     if not isinstance(item, dict):
         return CompetitionEntry(None, None, None, None, f"{where}: must be a mapping, got {type(item).__name__}")
@@ -111,5 +119,10 @@ def _entry(path: Path, index: int, item: Any) -> CompetitionEntry:
     if gpus is not None and (not isinstance(gpus, list) or not all(isinstance(g, str) and g for g in gpus)):
         problem = f"{where}.gpus: must be a list of GPU names, got {gpus!r}"
         gpus = None
+    harness = item.get("harness", default_harness)
+    if harness is not None and harness not in HARNESS_CHOICES:
+        problem = f"{where}.harness: must be one of {', '.join(HARNESS_CHOICES)}, got {harness!r}"
+        harness = None
     precheck, wrong = _outcomes(item.get("precheck"), f"{where}.precheck")
-    return CompetitionEntry(name, directory, deadline, list(gpus) if gpus else None, problem or wrong, precheck)
+    return CompetitionEntry(name, directory, deadline, list(gpus) if gpus else None, problem or wrong, precheck,
+                            harness)

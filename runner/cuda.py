@@ -34,7 +34,7 @@ def find_nvcc() -> str | None:
     return str(default) if default.is_file() else None
 
 
-def nvcc_command(nvcc: str, payload: RunPayload, run_dir: Path) -> list[str]:
+def nvcc_command(nvcc: str, payload: RunPayload, run_dir: Path, output: str = BINARY_NAME) -> list[str]:
     """The full nvcc argv; the flag list is built fresh every time (upstream let -I/-D pile up across compiles).
 
     Task compile_flags are appended after the fixed flags (settled point 4). Raises ValueError on invalid config.
@@ -59,19 +59,20 @@ def nvcc_command(nvcc: str, payload: RunPayload, run_dir: Path) -> list[str]:
     else:
         raise ValueError(f"invalid GPU architecture {payload.arch!r}")
     return [nvcc, *FIXED_NVCC_FLAGS, *payload.compile_flags, *includes, *defines, *payload.sources, arch,
-            "-o", BINARY_NAME]
+            "-o", output]
 
 
 def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str],
-                 wrap: Callable[[list[str], float], list[str]] | None = None) -> CompileResult:
-    """Compile the payload's sources in `run_dir` into `eval.out`. Never raises for user or config errors.
-    `wrap` confines the compiler process (runner/sandbox.py); the recorded command is the unwrapped one."""
+                 wrap: Callable[[list[str], float], list[str]] | None = None,
+                 output: str = BINARY_NAME) -> CompileResult:
+    """Compile the payload's sources in `run_dir` into `output` (`eval.out`). Never raises for user or config
+    errors. `wrap` confines the compiler process (runner/sandbox.py); the recorded command is the unwrapped one."""
     nvcc = find_nvcc()
     if nvcc is None:
         return CompileResult(nvcc_found=False, success=False, stderr="nvcc not found on the runner", exit_code=-1)
     version = _nvcc_version(nvcc)
     try:
-        argv = nvcc_command(nvcc, payload, run_dir)
+        argv = nvcc_command(nvcc, payload, run_dir, output)
     except ValueError as exc:
         return CompileResult(nvcc_version=version, success=False, stderr=f"invalid compile configuration: {exc}",
                              exit_code=113)
@@ -83,7 +84,7 @@ def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str],
         stderr += f"\ncompilation timed out after {COMPILE_TIMEOUT_SECONDS} seconds"
     return CompileResult(
         nvcc_version=version,
-        success=outcome.exit_code == 0 and (run_dir / BINARY_NAME).is_file(),
+        success=outcome.exit_code == 0 and (run_dir / output).is_file(),
         command=shlex.join(["nvcc", *argv[1:]]),
         stdout=truncate_output(decode_output(bytes(outcome.stdout.data)), extra_lines=outcome.stdout.dropped_lines),
         stderr=stderr,

@@ -98,8 +98,10 @@ def fingerprint_lines(fingerprint: dict[str, Any]) -> list[str]:
     return lines
 
 
-def system_info(system: dict[str, Any]) -> Text:
+def system_info(system: dict[str, Any], harness: dict[str, Any] | None = None) -> Text:
     lines = ["Running on:"] + [f"* {label}: `{system.get(key, '')}`" for label, key in SYSTEM_FIELDS]
+    if harness and harness.get("kind"):
+        lines.append(harness_line(harness))
     return Text("\n".join(lines + fingerprint_lines(system.get("fingerprint") or {})))
 
 
@@ -111,6 +113,20 @@ def throttle_note(evaluation: dict[str, Any]) -> list[Part]:
     reasons = ", ".join(telemetry.get("throttle_reasons") or []) or "unknown"
     return [Text(f"⚠ Measured while the GPU was throttling ({reasons}); these times may be slower than the "
                  "hardware allows.")]
+
+
+def harness_line(harness: dict[str, Any]) -> str:
+    """Which harness judged the run, as the runner decided it (runner/harness_choice.py); an unprotected one says
+    so, because its timings and verdicts are only as good as the submission lets them be."""
+    version = f"`{harness.get('version', '')}`"
+    if harness.get("protected") == "true":
+        return f"* Harness: {version} (protected: {harness.get('reason', '')})"
+    return f"* Harness: {version} ⚠ unprotected: {harness.get('reason', '')}"
+
+
+def _harness_of(runs: dict[str, Any]) -> dict[str, Any]:
+    return next((stage.get("harness") or {} for stage in runs.values() if (stage.get("harness") or {}).get("kind")),
+                {})
 
 
 def _output_logs(run: dict[str, Any], prefix: str = "Program") -> list[Part]:
@@ -246,7 +262,7 @@ def long_report(result: dict[str, Any], extra: str = "") -> list[Part]:
     """The parts of §9.2, in order; a compile failure, a crash or failed tests end the report."""
     runs: dict[str, Any] = result.get("runs", {})
     parts: list[Part] = [Text(extra)] if extra else []
-    parts.append(system_info(result.get("system") or {}))
+    parts.append(system_info(result.get("system") or {}, _harness_of(runs)))
     if "test" in runs:
         failed = failure_parts(runs["test"])
         if failed:

@@ -56,6 +56,8 @@ def build_payload(
         ranking_by=task.ranking_by,
         seed=seed,
         multi_gpu=task.multi_gpu,
+        harness=task.harness,
+        submission_file=task.submission_file,
     )
     if isinstance(task.config, PyConfig):
         return RunPayload(**common, main=task.config.main, sources=files)

@@ -23,9 +23,10 @@ TEMPLATE_LABELS = frozenset({"CUDA", "Python", "Triton", "HIP", "CuteDSL"})
 REQUIRED_FIELDS = ("files", "lang", "description", "config")
 OPTIONAL_FIELDS = (
     "templates", "libraries", "tests", "benchmarks", "test_timeout", "benchmark_timeout", "ranked_timeout",
-    "ranking_by", "seed", "multi_gpu", "gpus",
+    "ranking_by", "seed", "multi_gpu", "gpus", "harness",
 )
 RANKING_CHOICES = ("last", "mean", "geom")
+HARNESS_CHOICES = ("problem", "kernelbot")
 
 
 class TaskFileError(ValueError):
@@ -117,6 +118,9 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
     seed = data.get("seed")
     if seed is not None:
         seed = check_int("seed", seed)
+    harness = data.get("harness", "problem")
+    if harness not in HARNESS_CHOICES:
+        raise FieldError("harness", f"must be one of {', '.join(HARNESS_CHOICES)}, got {harness!r}")
 
     task = Task(
         lang=lang,
@@ -131,6 +135,7 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
         ranking_by=ranking_by,
         seed=seed,
         multi_gpu=multi_gpu,
+        harness=harness,
     )
     return LoadedProblem(
         directory=directory,

@@ -13,6 +13,9 @@ RankingBy = Literal["last", "mean", "geom"]
 Mode = Literal["test", "benchmark", "profile", "leaderboard", "private"]
 UserMode = Literal["test", "benchmark", "profile", "leaderboard"]
 CaseValue = int | str | list[int]
+# Which harness judges a Python problem: its own `config.main` ("problem", upstream's behaviour), or KernelBot's
+# supervisor/worker harness in its place where the problem has the standard reference-kernels shape ("kernelbot").
+HarnessChoice = Literal["problem", "kernelbot"]
 
 
 class _Frozen(BaseModel):
@@ -49,6 +52,7 @@ class Task(_Frozen):
     ranking_by: RankingBy = "last"
     seed: int | None = None
     multi_gpu: bool = False
+    harness: HarnessChoice = "problem"
 
     @property
     def submission_file(self) -> str:
@@ -78,6 +82,8 @@ class RunPayload(_Frozen):
     defines: dict[str, str] = {}
     include_dirs: list[str] = []
     compile_flags: list[str] = []
+    harness: HarnessChoice = "problem"
+    submission_file: str | None = None  # which of the files holds the user's code
 
 
 class GpuFingerprint(_Frozen):

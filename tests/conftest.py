@@ -32,6 +32,7 @@ from tests.support.events import delete_all_streams
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here, not in pyproject, so the marker exists however pytest is invoked.
     config.addinivalue_line("markers", "slow: long-running test; deselect with -m 'not slow'")
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped on hosts without one (tests/gpu)")
 
 
 # ------------------------------------------------------------------------------------------ docker probe

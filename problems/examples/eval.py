@@ -34,7 +34,7 @@ import sys
 import time
 
 HARNESS_VERSION = "kernelbot-examples 0.3.1"
-TIMER = "cpu-perf-counter"
+TIMER, CUDA_TIMER = "cpu-perf-counter", "cuda-event"  # the worker times with CUDA events when the inputs are there
 # No user code runs in this process; the worker binds and re-verifies its own timing references.
 _perf_counter_ns, _monotonic = time.perf_counter_ns, time.monotonic
 
@@ -50,7 +50,7 @@ WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
 WORKER_FILE = "harness_worker.py"
-HIDDEN_FROM_WORKER = ("reference.py",)  # besides this file itself
+HIDDEN_FROM_WORKER = ("reference.py", "harness_refkernels.py")  # besides this file itself
 # The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
 # exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
 # more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
@@ -132,6 +132,8 @@ class Harness:
         self.source_dir, self.hidden = worker_files()
         self.group, self.group_size, self.group_ready, self.starts, self.failure = group, world_size, False, 1, None
         self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
+        self.reference, self.adapter, self.buffers = reference, load_adapter(), {}
+        self.timer = TIMER
         self.secret = secret
         self.out = channel
         self.data_fd = data_fd
@@ -194,7 +196,11 @@ class Harness:
             return False, self.failure, {}
         ranks = [None] if world_size == 1 else list(range(world_size))
         pristine = [self.generate(case, iteration, rank) for rank in ranks]
+        self.timer = CUDA_TIMER if on_cuda(self.torch, pristine[0]) else TIMER
         frames = [self.wire.pack(self.torch, value, exact=False) for value in pristine]
+        outputs = self.output_buffers(case, pristine[0])
+        if outputs:
+            frames = [({**header, "outputs": outputs}, body) for header, body in frames]
         limit = 64 * max(len(body) for _, body in frames) + (64 << 20)
         try:
             replies, wall, cpu = group.exchange(kind, frames, limit)
@@ -219,6 +225,15 @@ class Harness:
         if not isinstance(reported, int) or reported < 0:
             return False, "the worker reported no time", {}
         return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", "")}
+
+    def output_buffers(self, case: dict, pristine) -> list:
+        """Input tensors the kernel may return (a preallocated output, found by the reference-kernels adapter)."""
+        if self.adapter is None:
+            return []
+        key = repr(sorted(case.items()))
+        if key not in self.buffers:
+            self.buffers[key] = self.adapter.output_buffers(self.torch, self.reference, pristine)
+        return self.buffers[key]
 
     # -- stages --
 
@@ -272,10 +287,10 @@ class Harness:
                 continue
             for key, value in summarize(samples).items():
                 self.out.write(f"benchmark.{i}.{key}", value)
-            self.out.write(f"benchmark.{i}.timer", TIMER)
+            self.out.write(f"benchmark.{i}.timer", self.timer)
             self.out.write(f"benchmark.{i}.discarded", discarded)
             self.out.write(f"benchmark.{i}.status", "pass")
-            self.send_data({"key": f"benchmark.{i}", "samples_ns": samples, "timer": TIMER})
+            self.send_data({"key": f"benchmark.{i}", "samples_ns": samples, "timer": self.timer})
         return all_passed
 
     def warm_up(self, case: dict) -> None:
@@ -374,6 +389,23 @@ def hide_seed_by_reexec() -> None:
 def worker_files() -> tuple[str, tuple[str, ...]]:
     """The directory whose files the worker gets, and the names it must not get (this file, the reference)."""
     return os.path.dirname(os.path.abspath(sys.argv[0])), (os.path.basename(sys.argv[0]), *HIDDEN_FROM_WORKER)
+
+
+def on_cuda(torch, value) -> bool:
+    """Whether an input holds a CUDA tensor (then the worker times it with CUDA events)."""
+    if isinstance(value, torch.Tensor):
+        return value.is_cuda
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else ()
+    return any(on_cuda(torch, item) for item in items)
+
+
+def load_adapter():
+    """The reference-kernels adapter, when the runner shipped it (runner/harness_choice.py)."""
+    try:
+        import harness_refkernels
+    except ImportError:
+        return None
+    return harness_refkernels
 
 
 def make_undumpable() -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli import client, events_cmd, host_check, precheck, problems, runners
+from services.cli import client, conformance, events_cmd, harness_cmd, host_check, precheck, problems, runners
 from services.cli.run_local import run_local_command
 
 app = typer.Typer(help="KernelBot: compete at writing fast GPU kernels.", no_args_is_help=True)
@@ -19,6 +19,8 @@ events_cmd.register(app)  # operator commands: events, rejudge, dlq, export
 runners.register(app)  # operator commands: runners, verify-runs
 app.command("host-check")(host_check.host_check)  # a GPU vendor's isolation check on its own host
 precheck.register(app)  # operator commands: precheck rules, precheck clear
+conformance.register(app)  # runner-host command: conformance
+harness_cmd.register(app)  # operator command: harness identify
 
 Url = Annotated[str, typer.Option(help="Gateway URL (default: KB_URL, else http://127.0.0.1:8000)")]
 SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger", "discord")

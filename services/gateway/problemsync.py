@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from schemas.precheck_events import PrecheckPolicySet
 from services.dispatcher.precheck import validate_overrides
 
 # Scoring- or correctness-relevant: a change needs force (the new platform's list, harness.md §1.6).
-SIGNIFICANT = ("files", "config", "lang", "tests", "benchmarks", "ranking_by", "seed", "multi_gpu")
+SIGNIFICANT = ("files", "config", "lang", "tests", "benchmarks", "ranking_by", "seed", "multi_gpu", "harness")
 NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 MAX_NAME_LENGTH = 95
 RESERVED_NAMES = frozenset({"admin", "auth", "user", "submission", "submissions", "submission_count", "gpus",
@@ -171,6 +171,8 @@ def _plan_entry(plan: SyncPlan, root: Path, entry: CompetitionEntry, boards: dic
         reason = f"Failed to parse task.yml: {_relative_message(str(exc), root)}"
         plan.skipped.append({"name": name, "reason": reason})
         return
+    if entry.harness is not None:  # the competition file's choice of harness wins over the task.yml's
+        problem = replace(problem, task=problem.task.model_copy(update={"harness": entry.harness}))
     board = boards.get(name)
     try:
         deadline = board.deadline if board and entry.deadline is None else parse_deadline(entry.deadline, now)

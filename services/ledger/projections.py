@@ -85,10 +85,12 @@ def _stage_rows(seq: int, event: RunCompleted) -> Iterable[tuple]:
     result = event.result
     for stage, evaluation in result.runs.items():
         run = evaluation.run
+        # The runner's account of the harness first; under an unprotected one the channel's claim may be the user's.
+        harness = evaluation.harness.get("version") or (run.result.get("harness-version", "") if run else "")
         yield (
             event.run_id, stage, event.submission_id, event.gpu, event.secret,
             bool(run and run.success and run.passed), evaluation.model_dump(mode="json"),
-            result.system.model_dump(mode="json"), run.result.get("harness-version", "") if run else "",
+            result.system.model_dump(mode="json"), harness,
             _parse_ts(evaluation.start), _parse_ts(evaluation.end), seq,
         )
 

@@ -2,9 +2,10 @@
 
 nvcc compiles without a GPU, so these tests check what can be checked here: the problem loads and stays out of the
 cpu problem set, the correct submission compiles through the runner's compile step, a syntax error is a failed
-compilation, and the harness's host side (exit codes, seed mixing identical to eval.py, the seed hidden from user
-static initializers) behaves. Running kernels needs a GPU: without one the harness's first CUDA call exits 110.
-One full compile (~10 s) serves every test of the binary.
+compilation, and the harness's host side (exit codes, seed mixing identical to eval.py, the worker started by the
+supervisor without the seed, the result pipe or any other descriptor) behaves. Running kernels needs a GPU:
+without one the supervisor's first CUDA call exits 110. One build of the worker and one of the supervisor serve
+every test of the binaries; the forged-verdict exploit is in test_cuda_result_fd.py.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import yaml
 
 from problems import PROBLEMS_ROOT
 from runner.cuda import BINARY_NAME, compile_cuda, find_nvcc
+from runner.cuda_supervisor import SUPERVISOR_NAME, compile_supervisor
 from runner.environment import scrubbed_environment
 from runner.execute import execute
 from runner.payload import build_payload
@@ -30,7 +32,9 @@ needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not install
 # A third translation unit whose static initializer runs before main, like any user code: it reports what it can
 # see of the secret seed and the result pipe.
 PROBE = r"""
+#include <fcntl.h>
 #include <cstdio>
+#include <string>
 #include <cstdlib>
 #include <cstring>
 namespace {
@@ -45,10 +49,17 @@ bool proc_environ_has(const char* needle) {
     }
     return false;
 }
+std::string open_fds() {
+    std::string fds;
+    for (int fd = 0; fd < 1024; ++fd) {
+        if (fcntl(fd, F_GETFD) != -1) fds += (fds.empty() ? "" : ",") + std::to_string(fd);
+    }
+    return fds;
+}
 struct Probe {
     Probe() {
-        std::fprintf(stderr, "probe: env_seed=%d proc_seed=%d env_fd=%d\n", std::getenv("POPCORN_SEED") != nullptr,
-                     proc_environ_has("POPCORN_SEED="), std::getenv("POPCORN_FD") != nullptr);
+        std::fprintf(stderr, "probe: env_seed=%d proc_seed=%d env_fd=%d fds=%s\n", std::getenv("POPCORN_SEED") != nullptr,
+                     proc_environ_has("POPCORN_SEED="), std::getenv("POPCORN_FD") != nullptr, open_fds().c_str());
     }
 } probe;
 }  // namespace
@@ -102,17 +113,20 @@ def binary(tmp_path_factory):
     for name, content in {**payload.headers, **payload.sources}.items():
         (run_dir / name).write_text(content)
     compilation = compile_cuda(payload, run_dir, scrubbed_environment())
+    supervisor = compile_supervisor(payload, "eval.cu", run_dir, scrubbed_environment())
+    assert supervisor.success, supervisor.stderr[-3000:]
+    assert "-DKERNELBOT_SUPERVISOR" in supervisor.command and "submission.cu" not in supervisor.command
     return run_dir, compilation
 
 
-def run_harness(run_dir, *args, env=None, stdin=None, with_fd=True):
+def run_harness(run_dir, *args, env=None, stdin=None, with_fd=True, binary=SUPERVISOR_NAME):
     env = {key: value for key, value in (env or {}).items()}
     env.setdefault("PATH", os.environ.get("PATH", "/usr/bin:/bin"))
     read_end, write_end = os.pipe()
     if with_fd:
         env["POPCORN_FD"] = str(write_end)
     try:
-        done = subprocess.run([f"./{BINARY_NAME}", *args], cwd=run_dir, env=env, input=stdin, capture_output=True,
+        done = subprocess.run([f"./{binary}", *args], cwd=run_dir, env=env, input=stdin, capture_output=True,
                               text=True, timeout=60, pass_fds=(write_end,), check=False)
     finally:
         os.close(write_end)
@@ -159,14 +173,23 @@ def test_seed_mixing_and_case_parsing_match_the_python_harness(binary):
     assert output[len(queries):] == ["seed=4242 size=127", "m=4 n_1=-3", "error", "error", "error"]
 
 
-def test_the_seed_and_the_result_fd_are_gone_before_user_static_initializers(binary):
+def test_the_worker_binary_alone_is_no_harness(binary):
+    run_dir, compilation = binary
+    assert compilation.success
+    (run_dir / "cases.txt").write_text("size: 5; seed: 1\n")
+    done, result = run_harness(run_dir, "test", "cases.txt", binary=BINARY_NAME)
+    assert done.returncode == 2 and result == "" and "supervisor.out" in done.stderr
+
+
+def test_the_worker_gets_neither_the_seed_nor_the_result_fd_nor_any_other_descriptor(binary):
     run_dir, compilation = binary
     assert compilation.success
     (run_dir / "cases.txt").write_text("size: 5; seed: 1\n")
     for seed in (None, SECRET):
         env = {} if seed is None else {"POPCORN_SEED": str(seed)}
         done, result = run_harness(run_dir, "test", "cases.txt", env=env)
-        assert "probe: env_seed=0 proc_seed=0 env_fd=0" in done.stderr, done.stderr
+        # The probe is linked into the worker (eval.out), which the supervisor started: stdio and its two pipes.
+        assert "probe: env_seed=0 proc_seed=0 env_fd=0 fds=0,1,2,3,4\n" in done.stderr, done.stderr
         assert result.startswith("harness-version: kernelbot-examples-cuda ")
         if done.returncode == 110:  # no usable GPU here: the first CUDA call of the harness fails
             assert "CUDA error" in done.stderr and "check:" not in result

@@ -54,6 +54,15 @@ def test_a_run_becomes_one_stage_row_per_stage_in_the_order_they_ran() -> None:
                                                  7, "H100")]
 
 
+def test_the_harness_version_is_the_runners_account_when_it_has_one() -> None:
+    """Under an unprotected harness the result channel may be the submission's: the runner's `harness` wins."""
+    forged = TEST.model_copy(update={"harness": {"kind": "problem", "version": "problem eval.py sha256:abc",
+                                                 "protected": "false"}})
+    run = completed().model_copy(update={"result": FullResult(success=True, system=SYSTEM, runs={"test": forged})})
+    [plan] = projections.plan_batch([(41, run)])
+    assert plan.rows["stage_insert"][0][8] == "problem eval.py sha256:abc"
+
+
 def test_statements_run_in_lifecycle_order_whatever_the_batch_order() -> None:
     accepted = SubmissionAccepted(submission_id=1, leaderboard="grayscale", user_id="1", user_name="a",
                                   mode="test", ranking_by="last", submitted_at=datetime.now(UTC), runs=[])

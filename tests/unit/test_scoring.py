@@ -136,6 +136,13 @@ def test_runner_failure_without_text() -> None:
     assert verdict.runner_error and verdict.reason
 
 
+def test_the_scores_harness_version_is_the_runners_account_over_the_result_channel() -> None:
+    runner_says = {"kind": "problem", "version": "problem eval.py sha256:abc", "protected": "false"}
+    test = stage(case_results("pppp") | {"harness-version": "kernelbot-examples 9 (claimed)"})
+    result = ranked_result(1000, test=test.model_copy(update={"harness": runner_says}))
+    assert scoring.verdict_of(result, "leaderboard", "last").harness_version == "problem eval.py sha256:abc"
+
+
 def test_ranked_run_is_scored_from_the_leaderboard_stage() -> None:
     result = ranked_result(1000, 4000, leaderboard=stage(bench(2000, 8000)))
     verdict = scoring.verdict_of(result, "leaderboard", "geom")

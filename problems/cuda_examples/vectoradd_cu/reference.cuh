@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "task.cuh"
 
@@ -119,4 +120,26 @@ inline std::string check_implementation(const TestData& data, output_t output) {
     KB_CUDA_CHECK(cudaMemcpy(&b, data.b.get() + host.first, sizeof b, cudaMemcpyDeviceToHost));
     return std::to_string(host.count) + " mismatched elements; first at " + std::to_string(host.first) + ": got " +
            std::to_string(got) + ", expected " + std::to_string(a + b);
+}
+
+// The worker's side of a checked call: the bytes of the output, which must be data.out.
+inline std::string output_bytes(const TestData& data, output_t output, std::vector<unsigned char>& bytes) {
+    if (output != data.out.get()) {
+        return output == data.given_a.get() || output == data.given_b.get()
+                   ? "custom_kernel returned an input buffer; write the sum into data.out and return it"
+                   : "custom_kernel must write the sum into data.out and return data.out";
+    }
+    bytes.resize(sizeof(float) * data.n);
+    KB_CUDA_CHECK(cudaMemcpy(bytes.data(), data.out.get(), bytes.size(), cudaMemcpyDeviceToHost));
+    return "";
+}
+
+// The supervisor's side: the worker's output bytes, checked against the supervisor's own pristine input.
+inline std::string check_output_bytes(TestData& data, const std::vector<unsigned char>& bytes) {
+    if (bytes.size() != sizeof(float) * static_cast<size_t>(data.n)) {
+        return "the output has " + std::to_string(bytes.size()) + " bytes, expected " +
+               std::to_string(sizeof(float) * static_cast<size_t>(data.n));
+    }
+    KB_CUDA_CHECK(cudaMemcpy(data.out.get(), bytes.data(), bytes.size(), cudaMemcpyHostToDevice));
+    return check_implementation(data, data.out.get());
 }

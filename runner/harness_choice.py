@@ -1,0 +1,143 @@
+"""Which harness judges a run, decided by the runner from the files' content (issue #16, harness.md §5.3, §5.5).
+
+A Python problem in the standard reference-kernels shape (`reference.py` with `generate_input` and
+`check_implementation`, `task.py`, and a `main` that is the stock `eval.py`) can be judged by KernelBot's
+supervisor/worker harness instead of its own `eval.py`, when its task (task.yml `harness: kernelbot`, or the
+competition file's `harness`) asks for it. The stock harness is recognised by the SHA-256 of its text, never by its
+file name: a problem whose `eval.py` differs from every known stock version keeps running it, and the run is marked
+unprotected (its timer, checker and result pipe share a process with the submission).
+
+The decision lands in every stage's `EvalResult.harness` (`kind`, `version`, `protected`, `reason`, `main_sha256`),
+written by the runner, never taken from the result channel that user code may reach; the scorer reads the version
+from there, and the long report shows it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from problems import PROBLEMS_ROOT
+from schemas.contracts import RunPayload
+
+# Known stock reference-kernels Python harnesses: SHA-256 of the UTF-8 text (as task.yml loading reads it, with
+# "\n" line endings) -> where it comes from. Only versions whose behaviour our harness reproduces belong here
+# (stages test/benchmark/leaderboard/profile; generate_input(**case) -> check_implementation(data, output) ->
+# (ok, message) or a message). A version is added here after review; `kernelbot harness identify FILE` prints a
+# file's hash and whether it is known.
+STOCK_EVAL_PY: dict[str, str] = {
+    # tests/fixtures/reference_kernels/problems/pmpp_v2/eval.py: a faithful rewrite of gpu-mode/reference-kernels
+    # problems/pmpp_v2/eval.py (stages test/benchmark/leaderboard/profile) with a CPU stand-in for CUDA events.
+    # The upstream files' own hashes could not be taken here (no copy of upstream's exact bytes on this host).
+    "daca68b34318212dff1e7617632479752f73fbbcddfce8d900dbcbb31ab35348": "pmpp_v2 eval.py (KernelBot test rewrite)",
+}
+
+# Runner hosts may add reviewed versions without a release: comma-separated SHA-256s (`kernelbot harness identify`).
+EXTRA_STOCK_VARIABLE = "KB_STOCK_EVAL_SHA256"
+SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+
+OUR_PY_DIR = PROBLEMS_ROOT / "examples"
+OUR_PY_FILES = ("harness_worker.py", "harness_wire.py", "harness_refkernels.py")  # beside our eval.py
+OUR_CU_HARNESS = PROBLEMS_ROOT / "cuda_examples" / "eval.cu"
+REFERENCE_FILE = "reference.py"
+REFERENCE_FUNCTIONS = ("generate_input", "check_implementation")
+PY_VERSION = re.compile(r'^HARNESS_VERSION = "([^"]+)"', re.MULTILINE)
+CU_VERSION = re.compile(r'kVersion = "([^"]+)"')
+UNPROTECTED = ("the problem's own harness judges this run: its timer, checker and result pipe share a process "
+               "with the submission")
+
+
+def content_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def known_stock_versions() -> dict[str, str]:
+    """The built-in stock versions plus those the runner host's operator added (read per call, not at import)."""
+    extra = (item.strip().lower() for item in os.environ.get(EXTRA_STOCK_VARIABLE, "").split(","))
+    return {**{sha: f"added on this host ({EXTRA_STOCK_VARIABLE})" for sha in extra if SHA256.match(sha)},
+            **STOCK_EVAL_PY}
+
+
+@dataclass(frozen=True)
+class HarnessPlan:
+    payload: RunPayload  # what the runner writes and runs (sources replaced when our harness takes over)
+    info: dict[str, str] = field(default_factory=dict)  # -> EvalResult.harness of every stage
+
+    @property
+    def protected(self) -> bool:
+        return self.info.get("protected") == "true"
+
+
+def _ours(name: str, directory: Path = OUR_PY_DIR) -> str:
+    return (directory / name).read_text(encoding="utf-8")
+
+
+def _version(pattern: re.Pattern, text: str) -> str:
+    found = pattern.search(text)
+    return found.group(1) if found else "unknown"
+
+
+def _info(kind: str, version: str, protected: bool, reason: str, main_sha: str, **extra: str) -> dict[str, str]:
+    return {"kind": kind, "version": version, "protected": "true" if protected else "false", "reason": reason,
+            "main_sha256": main_sha, **extra}
+
+
+def has_reference_kernels_shape(payload: RunPayload) -> str:
+    """Empty when the payload's files have the standard shape our harness can drive, else what is missing."""
+    reference = payload.sources.get(REFERENCE_FILE)
+    if reference is None:
+        return f"it has no {REFERENCE_FILE}"
+    missing = [name for name in REFERENCE_FUNCTIONS if not re.search(rf"^(def {name}\b|{name}\s*=)", reference,
+                                                                      re.MULTILINE)]
+    if missing:
+        return f"its {REFERENCE_FILE} defines no {', '.join(missing)}"
+    clashing = [name for name in OUR_PY_FILES if name in payload.sources]
+    if clashing:
+        return f"its files already use the names {', '.join(clashing)}"
+    return ""
+
+
+def choose_harness(payload: RunPayload) -> HarnessPlan:
+    """The harness that judges `payload`, and the payload the runner executes for it."""
+    if payload.lang == "cu":
+        return _choose_cuda(payload)
+    main = payload.sources.get(payload.main or "", "")
+    main_sha = content_sha256(main)
+    ours = _ours("eval.py")
+    if main == ours:
+        return HarnessPlan(payload, _info("kernelbot", _version(PY_VERSION, ours), True,
+                                          "KernelBot's supervisor/worker harness", main_sha))
+    if payload.harness != "kernelbot":
+        return HarnessPlan(payload, _info("problem", f"problem {payload.main} sha256:{main_sha[:12]}", False,
+                                          UNPROTECTED, main_sha))
+    stock = known_stock_versions().get(main_sha)
+    missing = "" if stock else (f"its {payload.main} (sha256 {main_sha[:12]}) is not a known stock "
+                                f"reference-kernels harness")
+    missing = missing or has_reference_kernels_shape(payload)
+    if missing:
+        return HarnessPlan(payload, _info("problem", f"problem {payload.main} sha256:{main_sha[:12]}", False,
+                                          f"KernelBot's harness was asked for, but {missing}; {UNPROTECTED}",
+                                          main_sha))
+    sources = {**payload.sources, payload.main: ours, **{name: _ours(name) for name in OUR_PY_FILES}}
+    version = f"{_version(PY_VERSION, ours)} +reference-kernels"
+    return HarnessPlan(payload.model_copy(update={"sources": sources}),
+                       _info("kernelbot", version, True, f"KernelBot's supervisor/worker harness in place of the "
+                             f"stock {payload.main} ({stock})", main_sha, replaced=stock))
+
+
+def _choose_cuda(payload: RunPayload) -> HarnessPlan:
+    files = {**payload.headers, **payload.sources}
+    ours = OUR_CU_HARNESS.read_text(encoding="utf-8")
+    names = [name for name, text in payload.sources.items() if text == ours]
+    if names:  # built a second time alone, as the supervisor the runner starts (runner/cuda_supervisor.py)
+        return HarnessPlan(payload, _info("kernelbot", _version(CU_VERSION, ours), True,
+                                          "KernelBot's CUDA harness: the submission runs in a worker process under "
+                                          "a supervisor that owns the result pipe", content_sha256(ours),
+                                          supervisor=names[0]))
+    harness = next((name for name in files if name.startswith("eval.") and name != payload.submission_file), "")
+    sha = content_sha256(files.get(harness, ""))
+    return HarnessPlan(payload, _info("problem", f"problem {harness or 'harness'} sha256:{sha[:12]}", False,
+                                      UNPROTECTED, sha))
