@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -24,6 +25,7 @@ from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_o
 from .sandbox import RunSandbox, SandboxPolicy
 from .sysinfo import collect_system_info
 from .taskfile import render_case_file
+from .timing import iso, process_started_iso, stage_timing
 
 WARM_UP_TIMEOUT_SECONDS = 120
 WARM_UP_FILE = "submission.py"
@@ -64,9 +66,15 @@ def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: Sandbo
         if sandbox is not None and system.runtime != "CPU":
             sandbox = sandbox.for_gpu_host()
         with RunSandbox(sandbox, workdir) as box:
-            return FullResult(success=True, system=system, runs=_run_all(payload, box, system))
+            runs = _run_all(payload, box, system)
+        return FullResult(success=True, system=system, runs=runs, timing=_run_timing())
     except Exception as exc:  # a runner failure, never the user's: report it instead of dying without a result
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
+
+
+def _run_timing() -> dict[str, str]:
+    started = process_started_iso()
+    return {**({"runner_started": started} if started else {}), "result_ready": iso(time.time())}
 
 
 def _now() -> str:
@@ -157,7 +165,7 @@ def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, box: Ru
     samples = parse_sample_lines(decode_output(bytes(outcome.data.data)))
     profile = profile_result(result) if plan.harness_stage == "profile" else None
     return EvalResult(start=start, end=_now(), compilation=compilation, run=run, harness=harness, samples=samples,
-                      profile=profile)
+                      profile=profile, timing=stage_timing(outcome))
 
 
 def _warm_up(box: RunSandbox, env: dict[str, str]) -> CompileResult | None:

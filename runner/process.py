@@ -33,8 +33,13 @@ class CapturedStream:
     data: bytearray = field(default_factory=bytearray)
     dropped_lines: int = 0
     overflowed: bool = False
+    first_at: float | None = None  # time.monotonic() of the first and the last chunk read
+    last_at: float | None = None
 
     def feed(self, chunk: bytes) -> None:
+        self.last_at = time.monotonic()
+        if self.first_at is None:
+            self.first_at = self.last_at
         room = self.limit - len(self.data)
         self.data += chunk[:room]
         if len(chunk) > room:
@@ -51,6 +56,7 @@ class ProcessOutcome:
     stderr: CapturedStream
     result: CapturedStream
     data: CapturedStream
+    started_at: float = 0.0  # time.monotonic() when the process was started
 
 
 def run_process(
@@ -106,6 +112,7 @@ def run_process(
         exit_code=114 if timed_out else proc.returncode,
         duration=timeout if timed_out else duration,
         timed_out=timed_out,
+        started_at=start,
         **streams,
     )
 

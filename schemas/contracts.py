@@ -125,6 +125,9 @@ class EvalResult(_Frozen):
     profile: ProfileResult | None = None
     harness: dict[str, str] = {}
     samples: dict[str, Any] = {}
+    # When the stage's process started, wrote its first and last result line, and ended (ISO-8601 UTC): where the
+    # time outside the harness's own loop goes.
+    timing: dict[str, str] = {}
 
 
 class FullResult(_Frozen):
@@ -132,3 +135,5 @@ class FullResult(_Frozen):
     error: str = ""
     system: SystemInfo = Field(default_factory=SystemInfo)
     runs: dict[str, EvalResult] = {}
+    # When the runner process started and when its result was ready (ISO-8601 UTC).
+    timing: dict[str, str] = {}

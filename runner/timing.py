@@ -1,0 +1,38 @@
+"""Wall-clock stamps of a run's phases (EvalResult.timing, FullResult.timing), for finding where a run's time goes.
+
+Durations are taken with time.monotonic() and turned into ISO-8601 UTC stamps only when reported, so a clock step
+during a run does not distort the phases against each other.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+
+
+def iso(wall: float) -> str:
+    return datetime.fromtimestamp(wall, timezone.utc).isoformat()
+
+
+def iso_from_monotonic(moment: float) -> str:
+    return iso(time.time() - (time.monotonic() - moment))
+
+
+def process_started_iso(pid: int | None = None) -> str:
+    """When process `pid` (default: this one) was started, from /proc (10 ms resolution); empty where unknown."""
+    try:
+        with open(f"/proc/{pid or os.getpid()}/stat", "rb") as handle:
+            start_ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])
+        with open("/proc/stat", "rb") as handle:
+            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime"))
+    except (OSError, ValueError, IndexError, StopIteration):
+        return ""
+    return iso(boot + start_ticks / os.sysconf("SC_CLK_TCK"))
+
+
+def stage_timing(outcome) -> dict[str, str]:
+    """The phases of one harness process: started, first and last result line, ended."""
+    stamps = {"process_started": outcome.started_at, "harness_started": outcome.result.first_at,
+              "harness_finished": outcome.result.last_at, "process_ended": outcome.started_at + outcome.duration}
+    return {name: iso_from_monotonic(moment) for name, moment in stamps.items() if moment is not None}
