@@ -12,6 +12,8 @@ made it visible) and from the runner's own stamps in the result (`FullResult.tim
          -> scored -> visible to a poll -> seen by the client
 
 For several runs (a ranked submission has a public and a secret run) the phases follow the run that completed last.
+`RunDispatched` is recorded once the backend has started the job, so `dispatched -> process started` can be
+negative: the runner process is already up when the dispatch is recorded.
 `runner overhead/stage` is a stage's process wall time minus its harness's own loop (first to last result line);
 `outside harness` is POST -> seen minus the time at least one harness loop was running.
 
@@ -104,27 +106,30 @@ def union_seconds(intervals: list[tuple[float, float]]) -> float:
 async def phases_of(conn: asyncpg.Connection, sample: dict) -> dict:
     rows = await conn.fetch(EVENTS_SQL, str(sample["id"]))
     first: dict[str, float] = {}
-    completed: list[tuple[float, dict]] = []
+    dispatched: dict[str, float] = {}
+    completed: list[tuple[float, str, dict]] = []
     visible = None
     for row in rows:
         kind, occurred = row["event_type"], row["occurred_at"].timestamp()
         first.setdefault(kind, occurred)
         payload = json.loads(row["payload"]) if isinstance(row["payload"], str) else row["payload"]
+        if kind == "RunDispatched":
+            dispatched.setdefault(payload.get("run_id", ""), occurred)
         if kind == "RunCompleted":
-            completed.append((occurred, payload.get("result") or {}))
+            completed.append((occurred, payload.get("run_id", ""), payload.get("result") or {}))
         if kind == "SubmissionFinished":
             visible = row["recorded_at"].timestamp()
     marks: dict[str, float | None] = {"POST": sample["posted"], "accepted": first.get("SubmissionAccepted"),
                                       "dispatched": first.get("RunDispatched")}
     loops, overheads = [], []
-    for _, result in completed:
+    for _, _, result in completed:
         _, _, _, run_loops, run_overheads = run_phases(result)
         loops += run_loops
         overheads += run_overheads
     if completed:
-        last_completed, result = max(completed, key=lambda item: item[0])
+        last_completed, run_id, result = max(completed, key=lambda item: item[0])
         started, harness_started, harness_finished, _, _ = run_phases(result)
-        marks.update({"process started": started, "harness started": harness_started,
+        marks.update({"dispatched": dispatched.get(run_id, marks["dispatched"]), "process started": started, "harness started": harness_started,
                       "harness finished": harness_finished, "RunCompleted": last_completed})
     marks.update({"scored": first.get("SubmissionFinished"), "visible to a poll": visible,
                   "seen by the client": sample["seen"]})
