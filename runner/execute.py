@@ -19,10 +19,11 @@ from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, 
 
 from .cuda import BINARY_NAME, compile_cuda
 from .environment import scrubbed_environment
-from .process import run_process
+from .launch import Starter, seed_pipe_variable
 from .profiling import profile_result
 from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_output
 from .sandbox import RunSandbox, SandboxPolicy
+from .warm_client import WarmLauncher
 from .sysinfo import collect_system_info
 from .taskfile import render_case_file
 from .timing import iso, process_started_iso, stage_timing
@@ -56,17 +57,20 @@ def plan_stages(payload: RunPayload) -> list[StagePlan]:
     return [test, benchmark, StagePlan("leaderboard", "leaderboard", timed_cases, payload.ranked_timeout)]
 
 
-def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None) -> FullResult:
+def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None,
+            warm: WarmLauncher | None = None) -> FullResult:
     """Run `payload` and return its FullResult. `workdir` is the parent of the fresh run directory (default: the
     system temp dir); the run directory is removed afterwards. With a `sandbox` policy every process it starts is
-    confined (runner/sandbox.py); without one they run unconfined, still in a fresh directory."""
+    confined (runner/sandbox.py); without one they run unconfined, still in a fresh directory. With `warm`, the
+    Python processes are forked from that warm runner (runner/warm.py) instead of started cold."""
     system = SystemInfo()
     try:
         system = collect_system_info()
         if sandbox is not None and system.runtime != "CPU":
             sandbox = sandbox.for_gpu_host()
         with RunSandbox(sandbox, workdir) as box:
-            runs = _run_all(payload, box, system)
+            main = payload.sources.get(payload.main) if payload.lang == "py" and payload.main else None
+            runs = _run_all(payload, Starter(box, warm, seed_pipe_variable(main)), system)
         return FullResult(success=True, system=system, runs=runs, timing=_run_timing())
     except Exception as exc:  # a runner failure, never the user's: report it instead of dying without a result
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
@@ -81,11 +85,12 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo) -> dict[str, EvalResult]:
+def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo) -> dict[str, EvalResult]:
+    box = starter.box
     plans = plan_stages(payload)
     env = box.environment(scrubbed_environment())
     start = _now()
-    program, compilation = _prepare(payload, box, env)
+    program, compilation = _prepare(payload, starter, env)
     if program is None:  # compilation failed: the chain stops before its first stage
         return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None)}
     stage_env = _stage_environment(env, payload, system)
@@ -93,23 +98,25 @@ def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo) -> dict[s
     for index, plan in enumerate(plans):
         # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
         stage_start = start if index == 0 else _now()
-        runs[plan.key] = _run_stage(program, plan, payload, box, stage_env, compilation, stage_start)
+        runs[plan.key] = _run_stage(program, plan, payload, starter, stage_env, compilation, stage_start)
         stage = runs[plan.key].run
         if not (stage and stage.success and stage.passed) and payload.mode != "profile":
             break
     return runs
 
 
-def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str]) -> tuple[list[str] | None, CompileResult | None]:
+def _prepare(payload: RunPayload, starter: Starter,
+             env: dict[str, str]) -> tuple[list[str] | None, CompileResult | None]:
     """Write the files and warm up (py) or compile (cu). Returns the harness program (None when compilation
     failed) and the compile record."""
+    box = starter.box
     run_dir = box.run_dir
     if payload.lang == "py":
         if not payload.main or payload.main not in payload.sources:
             raise ValueError(f"py payload main {payload.main!r} is not one of its sources")
         _write_files(run_dir, payload.sources)
         box.seal()
-        compilation = _warm_up(box, env) if WARM_UP_FILE in payload.sources else None
+        compilation = _warm_up(starter, env) if WARM_UP_FILE in payload.sources else None
         return [sys.executable, payload.main], compilation
     files = {**payload.headers, **payload.sources}
     _write_files(run_dir, files)
@@ -132,16 +139,16 @@ def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemI
     return stage_env
 
 
-def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, box: RunSandbox,
+def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter: Starter,
                env: dict[str, str], compilation: CompileResult | None, start: str) -> EvalResult:
+    box = starter.box
     case_file = box.base / f"{plan.key}.cases.txt"  # outside the run directory, beside it
     case_file.write_text(render_case_file(plan.cases), encoding="utf-8")
     os.chmod(case_file, 0o644)
     argv = [*program, plan.harness_stage, str(case_file)]
     ranks = max((int(case.get("world_size", 1)) for case in plan.cases if isinstance(case.get("world_size", 1), int)),
                 default=1)
-    outcome = run_process(box.wrap(argv, plan.timeout, ranks), cwd=str(box.run_dir), env=env,
-                          timeout=plan.timeout, reap=box.kill_strays)
+    outcome = starter.run(argv, timeout=plan.timeout, ranks=ranks, env=env)
     # Upstream's CUDA harness times only the last case in `leaderboard`, whatever ranking_by says.
     expected = None if payload.lang == "cu" and plan.harness_stage == "leaderboard" else len(plan.cases)
     if outcome.timed_out:
@@ -168,12 +175,11 @@ def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, box: Ru
                       profile=profile, timing=stage_timing(outcome))
 
 
-def _warm_up(box: RunSandbox, env: dict[str, str]) -> CompileResult | None:
+def _warm_up(starter: Starter, env: dict[str, str]) -> CompileResult | None:
     """Run the submission once (no POPCORN_* variables) to fill the inline-extension build cache; recorded only if
     it printed the torch extension build line."""
     argv = [sys.executable, WARM_UP_FILE]
-    outcome = run_process(box.wrap(argv, WARM_UP_TIMEOUT_SECONDS), cwd=str(box.run_dir), env=env,
-                          timeout=WARM_UP_TIMEOUT_SECONDS, with_result_pipes=False, reap=box.kill_strays)
+    outcome = starter.run(argv, timeout=WARM_UP_TIMEOUT_SECONDS, env=env, with_result_pipes=False)
     stdout = decode_output(bytes(outcome.stdout.data))
     if TORCH_EXTENSION_MARKER not in stdout:
         return None

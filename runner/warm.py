@@ -1,0 +1,190 @@
+"""The warm runner: a long-lived fork server holding Python and torch imported, from which every harness, warm-up
+and compiler process of a run is forked instead of started cold (`python -m runner.warm SOCKET`).
+
+It stays pristine: it never imports user code, never touches a GPU (importing torch does not initialise CUDA),
+and never holds anything of a run beyond the request naming argv, directory and environment. The secret seed
+never passes through it: the runner hands the child a pipe holding its secret variables, which only the forked
+child reads. Each child is a fresh process that then gets what a cold start gives (runner/warm_child.py): its own
+session, only the pipes of its run, the limits, network namespace and uid of runner/confine.py, the scrubbed
+environment, the run directory as working directory and `sys.path[0]`, and the program run as `__main__` with
+its usual argv (`runpy`); a program that is not a Python script is exec'd after the same confinement.
+
+Protocol, over a SOCK_SEQPACKET unix socket in a 0700 directory, one connection per child: the runner sends one
+JSON request with the child's descriptors attached (SCM_RIGHTS); the server answers `{"pid": n}`, later
+`{"exit": code}` once the child ended. The child is reaped only when the runner closes the connection, so its
+pid (= its process group id) cannot be reused before the runner has killed the group. A connection closed early
+(a runner that died) gets the child's group killed.
+
+The server is single-threaded (a selector over the listener, the connections and the children's pidfds), so
+forking from it is safe. On SIGTERM, or when the process that started it dies, it stops accepting and exits once
+its children have ended.
+"""
+
+from __future__ import annotations
+
+import array
+import ctypes
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import warnings
+
+MAX_REQUEST = 1 << 20
+MAX_FDS = 16
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+# Modules a harness needs anyway, imported once here rather than in every child.
+PRELOAD = ("runpy", "json", "hmac", "hashlib", "math", "re", "base64", "struct", "selectors", "shutil",
+           "tempfile", "subprocess", "traceback", "importlib", "socket", "ctypes", "fcntl", "resource")
+
+
+def preload() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    with warnings.catch_warnings():  # CPU wheels warn when numpy is absent; no filter may stay behind
+        warnings.simplefilter("ignore")
+        import torch  # noqa: F401
+
+
+def receive(conn: socket.socket) -> tuple[dict, list[int]]:
+    fds = array.array("i")
+    data, ancillary, _, _ = conn.recvmsg(MAX_REQUEST, socket.CMSG_SPACE(MAX_FDS * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    return (json.loads(data) if data else {}), list(fds)
+
+
+class Child:
+    def __init__(self, conn: socket.socket, pid: int, pidfd: int) -> None:
+        self.conn, self.pid, self.pidfd, self.exited = conn, pid, pidfd, False
+
+
+class Server:
+    def __init__(self, path: str, base_path: list[str]) -> None:
+        self.path, self.base_path = path, base_path
+        self.selector = selectors.DefaultSelector()
+        self.children: dict[int, Child] = {}  # by connection fd
+        self.draining = False
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.listener.bind(path)
+        os.chmod(path, 0o600)
+        self.listener.listen(64)
+        self.selector.register(self.listener, selectors.EVENT_READ, "accept")
+
+    def serve(self) -> None:
+        signal.signal(signal.SIGTERM, lambda *_: self.drain())
+        while not (self.draining and not self.children):
+            for key, _ in self.selector.select(1.0):
+                if key.data == "accept":
+                    self.accept()
+                elif key.data[0] == "conn":
+                    self.on_connection(key.data[1])
+                else:
+                    self.on_exit(key.data[1])
+            if os.getppid() == 1 and not self.draining:  # started by a dispatcher that is gone
+                self.drain()
+
+    def drain(self) -> None:
+        if not self.draining:
+            self.draining = True
+            self.selector.unregister(self.listener)
+            self.listener.close()
+            try:
+                os.unlink(self.path)
+            except OSError:
+                pass
+
+    def accept(self) -> None:
+        conn, _ = self.listener.accept()
+        try:
+            request, fds = receive(conn)
+        except (OSError, ValueError):
+            conn.close()
+            return
+        try:
+            pid = self.fork(request, fds, conn)
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if pid is None:
+            conn.close()
+            return
+        child = Child(conn, pid, os.pidfd_open(pid))
+        self.children[conn.fileno()] = child
+        self.selector.register(conn, selectors.EVENT_READ, ("conn", child))
+        self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
+        conn.send(json.dumps({"pid": pid}).encode())
+
+    def fork(self, request: dict, fds: list[int], conn: socket.socket) -> int | None:
+        if not isinstance(request.get("argv"), list) or not request["argv"]:
+            return None
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            from runner.warm_child import become
+
+            conn.close()
+            become(request, fds, self.base_path)  # never returns
+        return pid
+
+    def on_exit(self, child: Child) -> None:
+        self.selector.unregister(child.pidfd)
+        info = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        if info is None:
+            return
+        code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
+        child.exited = True
+        try:
+            child.conn.send(json.dumps({"exit": code}).encode())
+        except OSError:
+            pass
+
+    def on_connection(self, child: Child) -> None:
+        """The runner closed its end (or sent something, which only ever means the same): reap the child."""
+        try:
+            child.conn.recv(16)
+        except OSError:
+            pass
+        if not child.exited:
+            self.selector.unregister(child.pidfd)
+            for kill in (os.killpg, os.kill):  # the group, and the child itself should it not lead one yet
+                try:
+                    kill(child.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+        os.waitpid(child.pid, 0)
+        os.close(child.pidfd)
+        self.selector.unregister(child.conn)
+        del self.children[child.conn.fileno()]
+        child.conn.close()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m runner.warm SOCKET", file=sys.stderr)
+        return 2
+    # What `python SCRIPT` would have on sys.path after the script's own directory: ours without its first entry.
+    base_path = list(sys.path[1:])
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    # No ptrace or /proc/<pid>/mem from processes of the same user: user code running as the runner's own user
+    # (the fallback without root) must not reach into the process every later run is forked from.
+    libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    import runner.confine  # noqa: F401 - what each child applies
+    import runner.warm_child  # noqa: F401
+
+    preload()
+    server = Server(argv[1], base_path)
+    print(f"warm runner ready on {argv[1]}", flush=True)
+    server.serve()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,101 @@
+"""The runner's side of the warm runner (runner/warm.py): start a process by forking it from the fork server.
+
+`WarmLauncher(socket).launch(...)` gives a handle with the part of Popen's interface runner/process.py uses, plus
+`exit_fd`, which turns readable once the child has ended (the server's `exit` message), in place of a pidfd. The
+child's secret variables (POPCORN_SEED) travel in a pipe that only the child reads, never in the request.
+"""
+
+from __future__ import annotations
+
+import array
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+SECRET_VARIABLES = ("POPCORN_SEED",)
+KILLED = -9  # what a child lost with its server (no exit message) is recorded as
+
+
+class WarmUnavailable(OSError):
+    """The fork server cannot be reached; the caller starts the process cold instead."""
+
+
+class WarmProcess:
+    def __init__(self, conn: socket.socket, pid: int) -> None:
+        self.conn, self.pid, self.returncode = conn, pid, None
+        self.exit_fd = conn.fileno()
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.conn.settimeout(timeout)
+            try:
+                message = self.conn.recv(4096)
+            except TimeoutError:
+                raise
+            except OSError:
+                message = b""
+            self.returncode = int(json.loads(message)["exit"]) if message else KILLED
+        return self.returncode
+
+    def release(self) -> None:
+        """Let the server reap the child: only after this may its pid (and process group id) be reused."""
+        self.conn.close()
+
+
+class WarmLauncher:
+    def __init__(self, socket_path: str | Path) -> None:
+        self.socket_path = str(socket_path)
+
+    def available(self) -> bool:
+        return os.path.exists(self.socket_path)
+
+    def launch(self, argv: list[str], *, cwd: str, env: dict[str, str], confine: dict | None,
+               pass_fds: tuple[int, ...], stdout: int, stderr: int, seed_fd_variable: str | None = None) -> WarmProcess:
+        """Fork `argv` from the server. A Python script given as `[sys.executable, script, ...]` runs in the fork
+        itself (runpy); anything else is exec'd there after the same confinement.
+
+        A seed (POPCORN_SEED) must never sit in the memory of a process that later forks the worker running user
+        code. So a Python harness that takes its seed from a pipe named by `seed_fd_variable` gets that pipe,
+        unread, and no POPCORN_SEED; any other program with a seed is exec'd (a fresh image) with POPCORN_SEED in
+        its environment, exactly as a cold start gives it."""
+        python = len(argv) >= 2 and argv[0] == sys.executable and argv[1].endswith(".py")
+        public = {k: v for k, v in env.items() if k not in SECRET_VARIABLES}
+        secret = {k: v for k, v in env.items() if k in SECRET_VARIABLES}
+        fds = [stdout, stderr, *pass_fds]
+        roles: dict = {"stdout": 0, "stderr": 1, "pass": [[fd, 2 + i] for i, fd in enumerate(pass_fds)]}
+        secret_read = None
+        if secret:
+            by_pipe = python and seed_fd_variable is not None and set(secret) == {"POPCORN_SEED"}
+            secret_read, secret_write = os.pipe()
+            try:
+                os.write(secret_write, (secret["POPCORN_SEED"] if by_pipe else json.dumps(secret)).encode())
+            finally:
+                os.close(secret_write)
+            if by_pipe:
+                roles["seed_pipe"] = [len(fds), seed_fd_variable]
+            else:
+                roles["secret"] = len(fds)
+                python = False  # exec'd: the variables reach a fresh image only
+            fds.append(secret_read)
+        request = {"argv": argv, "cwd": cwd, "env": public, "confine": confine, "python": python, "fds": roles}
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            try:
+                conn.connect(self.socket_path)
+                conn.sendmsg([json.dumps(request).encode()],
+                           [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))])
+                answer = conn.recv(4096)
+            except OSError as exc:
+                raise WarmUnavailable(f"warm runner at {self.socket_path}: {exc}") from exc
+            if not answer:
+                raise WarmUnavailable(f"warm runner at {self.socket_path} refused the request")
+            pid = int(json.loads(answer)["pid"])
+        except BaseException:
+            conn.close()
+            raise
+        finally:
+            if secret_read is not None:
+                os.close(secret_read)
+        return WarmProcess(conn, pid)
