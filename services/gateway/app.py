@@ -14,6 +14,7 @@ from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
 from services.gateway.routes import auth, pages
 from services.gateway.routes import admin_problems
+from services.gateway.long_poll import PollMemory
 from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
@@ -36,6 +37,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await declare_streams(broker)
         app.state.waiter = ProjectionWaiter()
         await app.state.waiter.start(settings.database_url)
+        app.state.poll_memory = PollMemory()
         try:
             yield
         finally:

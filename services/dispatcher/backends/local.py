@@ -3,16 +3,23 @@
 Each launch key gets its own directory; the job reference is that directory. Whether the job still runs is read
 from the process table (a runner whose command line names the directory's result file), so any dispatcher, after
 any restart, finds a live runner again instead of starting a second one into the same directory.
+
+With `warm`, the backend keeps a warm runner (runner/warm.py) beside it: a fork server with torch imported, from
+which the runners fork their harness processes instead of starting each cold. A runner started while it is not
+ready yet, or after it died, starts its processes cold; the next launch starts a new one. A runner this backend
+started is watched through a pidfd, so its end is noticed when it happens rather than at the next poll.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from schemas.contracts import FullResult, RunPayload
@@ -47,13 +54,45 @@ class LocalBackend:
     name = "local"
     poll_interval_s = POLL_S
 
-    def __init__(self, runs_dir: Path) -> None:
+    def __init__(self, runs_dir: Path, warm: bool = False) -> None:
         self.runs_dir = runs_dir
         self._children: dict[str, subprocess.Popen] = {}
         self._adopted: dict[str, int] = {}  # runners started by an earlier dispatcher, by run directory
+        self._warm_enabled = warm
+        self._warm: subprocess.Popen | None = None
+        self._warm_socket: Path | None = None
+        self.warm_socket()  # started now, so that it is ready (torch imported) by the first run
 
     def _run_dir(self, launch_key: str) -> Path:
         return self.runs_dir / UNSAFE_KEY.sub("_", launch_key)
+
+    def _runner_env(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k in SAFE_ENV}
+
+    def warm_socket(self) -> Path | None:
+        """The warm runner's socket, (re)starting the warm runner when it is not running."""
+        if not self._warm_enabled:
+            return None
+        if self._warm is None or self._warm.poll() is not None:
+            directory = self.runs_dir / ".warm"
+            directory.mkdir(parents=True, exist_ok=True)
+            os.chmod(directory, 0o700)  # only the runner's user reaches the socket
+            # A fresh name each time: a server that is shutting down removes its own socket, never a successor's.
+            self._warm_socket = directory / f"{uuid.uuid4().hex[:12]}.sock"
+            try:
+                with open(directory / "warm.log", "ab") as log:
+                    self._warm = subprocess.Popen([sys.executable, "-m", "runner.warm", str(self._warm_socket)],
+                                                  stdout=log, stderr=log, env=self._runner_env(),
+                                                  stdin=subprocess.DEVNULL)
+            except OSError:
+                self._warm, self._warm_socket = None, None
+        return self._warm_socket
+
+    async def close(self) -> None:
+        """Stop the warm runner: it finishes the processes it forked for runs still going, then exits."""
+        if self._warm is not None and self._warm.poll() is None:
+            self._warm.terminate()
+        self._warm = None
 
     async def launch(self, payload: RunPayload, launch_key: str) -> str:
         run_dir = self._run_dir(launch_key)
@@ -65,9 +104,11 @@ class LocalBackend:
         fd = os.open(payload_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # may hold a secret seed
         with os.fdopen(fd, "w") as handle:
             handle.write(payload.model_dump_json())
-        env = {k: v for k, v in os.environ.items() if k in SAFE_ENV}
+        env = self._runner_env()
+        warm = self.warm_socket()
         # --result last: the process table lookup above matches on it.
-        command = [sys.executable, "-m", "runner", "--payload", str(payload_file), "--result", str(result_file)]
+        command = [sys.executable, "-m", "runner", *(["--warm", str(warm)] if warm else []),
+                   "--payload", str(payload_file), "--result", str(result_file)]
         try:
             with open(run_dir / "runner.log", "ab") as log:
                 child = subprocess.Popen(command, stdout=log, stderr=log, env=env, start_new_session=True)
@@ -89,6 +130,28 @@ class LocalBackend:
             return True
         self._adopted.pop(str(run_dir), None)
         return False
+
+    async def wait(self, job_ref: str, timeout: float) -> None:
+        """Until the runner of `job_ref` ends (a runner this backend started) or `timeout` passes."""
+        child = self._children.get(job_ref)
+        if child is None or child.poll() is not None:
+            await asyncio.sleep(min(timeout, POLL_S))
+            return
+        try:
+            pidfd = os.pidfd_open(child.pid)
+        except OSError:
+            await asyncio.sleep(min(timeout, POLL_S))
+            return
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+        loop.add_reader(pidfd, lambda: ended.done() or ended.set_result(None))
+        try:
+            await asyncio.wait_for(ended, timeout)
+        except TimeoutError:
+            pass
+        finally:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
 
     async def poll(self, job_ref: str) -> Outcome:
         run_dir = Path(job_ref)

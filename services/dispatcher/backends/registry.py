@@ -21,7 +21,8 @@ def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings
     poll = settings.poll_interval_s
     if entry.backend == "local":
         if "local" not in shared:
-            shared["local"] = LocalBackend(Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs"))
+            shared["local"] = LocalBackend(Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs"),
+                                           warm=settings.warm_runner)
         return shared["local"]
     if entry.backend == "null":
         return shared.setdefault("null", NullBackend())
