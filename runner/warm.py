@@ -82,6 +82,8 @@ class Server:
             for key, _ in self.selector.select(1.0):
                 if key.data == "accept":
                     self.accept()
+                elif key.data[0] == "request":
+                    self.on_request(key.data[1])
                 elif key.data[0] == "conn":
                     self.on_connection(key.data[1])
                 else:
@@ -101,6 +103,10 @@ class Server:
 
     def accept(self) -> None:
         conn, _ = self.listener.accept()
+        self.selector.register(conn, selectors.EVENT_READ, ("request", conn))  # read when it arrives, never block
+
+    def on_request(self, conn: socket.socket) -> None:
+        self.selector.unregister(conn)
         try:
             request, fds = receive(conn)
         except (OSError, ValueError):
@@ -118,7 +124,10 @@ class Server:
         self.children[conn.fileno()] = child
         self.selector.register(conn, selectors.EVENT_READ, ("conn", child))
         self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
-        conn.send(json.dumps({"pid": pid}).encode())
+        try:
+            conn.send(json.dumps({"pid": pid}).encode())
+        except OSError:
+            pass  # the runner is gone: its closed connection gets the child killed and reaped
 
     def fork(self, request: dict, fds: list[int], conn: socket.socket) -> int | None:
         if not isinstance(request.get("argv"), list) or not request["argv"]:
