@@ -166,9 +166,10 @@ def _default_signal(number: int) -> None:
     if number in (signal.SIGKILL, signal.SIGSTOP):
         return
     try:
-        # SIGPIPE stays ignored and SIGINT raises KeyboardInterrupt, as in a fresh interpreter.
-        handler = {signal.SIGPIPE: signal.SIG_IGN, signal.SIGINT: signal.default_int_handler}.get(number,
-                                                                                              signal.SIG_DFL)
+        # SIGPIPE and SIGXFSZ stay ignored and SIGINT raises KeyboardInterrupt, as in a fresh interpreter (and
+        # as confine.py, a Python program, leaves them to what it execs in a cold start).
+        handler = {signal.SIGPIPE: signal.SIG_IGN, signal.SIGXFSZ: signal.SIG_IGN,
+                   signal.SIGINT: signal.default_int_handler}.get(number, signal.SIG_DFL)
         signal.signal(number, handler)
     except (OSError, ValueError):
         pass
