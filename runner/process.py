@@ -58,6 +58,7 @@ class ProcessOutcome:
     result: CapturedStream
     data: CapturedStream
     started_at: float = 0.0  # time.monotonic() when the process was started
+    forked: bool = False  # forked from a warm runner rather than started cold
 
 
 def run_process(
@@ -131,6 +132,7 @@ def run_process(
         duration=timeout if timed_out else duration,
         timed_out=timed_out,
         started_at=start,
+        forked=launch is not None,
         **streams,
     )
 

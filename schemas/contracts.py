@@ -126,7 +126,7 @@ class EvalResult(_Frozen):
     harness: dict[str, str] = {}
     samples: dict[str, Any] = {}
     # When the stage's process started, wrote its first and last result line, and ended (ISO-8601 UTC): where the
-    # time outside the harness's own loop goes.
+    # time outside the harness's own loop goes; `start` is `warm` (forked from a warm runner) or `cold`.
     timing: dict[str, str] = {}
 
 
