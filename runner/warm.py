@@ -178,8 +178,10 @@ def main(argv: list[str]) -> int:
     if len(argv) != 2:
         print("usage: python -m runner.warm SOCKET", file=sys.stderr)
         return 2
-    # What `python SCRIPT` would have on sys.path after the script's own directory: ours without its first entry.
-    base_path = list(sys.path[1:])
+    # What `python SCRIPT` has on sys.path after the script's own directory in a cold start, whose environment has
+    # no PYTHONPATH (runner/environment.py drops it): ours without its first entry and without PYTHONPATH's.
+    extra = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
+    base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in extra]
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     # No ptrace or /proc/<pid>/mem from processes of the same user: user code running as the runner's own user

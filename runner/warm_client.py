@@ -11,7 +11,9 @@ import array
 import json
 import os
 import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 SECRET_VARIABLES = ("POPCORN_SEED",)
@@ -99,3 +101,25 @@ class WarmLauncher:
             if secret_read is not None:
                 os.close(secret_read)
         return WarmProcess(conn, pid)
+
+
+def start_warm_runner(directory: Path, timeout: float = 120) -> tuple[Path, subprocess.Popen]:
+    """Start a warm runner with its socket in `directory` (made private) and wait until it accepts; for entry points
+    that serve runs themselves (the runner image, Modal's containers). The local backend starts its own."""
+    os.chmod(directory, 0o700)
+    path = Path(directory) / "warm.sock"
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH",
+                                                          "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES")}
+    server = subprocess.Popen([sys.executable, "-m", "runner.warm", str(path)], stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and server.poll() is None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as probe:
+            try:
+                probe.connect(str(path))
+                return path, server
+            except OSError:
+                time.sleep(0.05)
+    server.kill()
+    server.wait()
+    raise WarmUnavailable(f"the warm runner did not start in {timeout:.0f} s")

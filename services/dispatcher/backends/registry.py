@@ -29,9 +29,9 @@ def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings
     if entry.backend == "modal":
         from services.dispatcher.backends.modal import ModalBackend, modal_lookups
 
-        from_name, from_id = modal_lookups(settings.modal_client)
+        from_name, from_id, cls_from_name = modal_lookups(settings.modal_client)
         return ModalBackend(config.modal.app, entry.target, poll, environment=config.modal.environment,
-                            from_name=from_name, from_id=from_id)
+                            from_name=from_name, from_id=from_id, cls_from_name=cls_from_name)
     if entry.backend == "github":
         from services.dispatcher.backends.github import GithubBackend
 
