@@ -6,7 +6,8 @@ stdout/stderr and the result pipes at the numbers the runner named); the secret 
 which only this process ever reads; the limits, then the network namespace, the mount masks, the uid and
 no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
 script then runs as `__main__` with its usual argv and `sys.path[0]` (runpy), and the process exits the way the
-interpreter would (atexit handlers, non-daemon threads joined, streams flushed). Anything else is exec'd.
+interpreter would (atexit handlers, non-daemon threads joined, streams flushed; only the finalizers torch left
+at its import in the server are skipped, see runner/warm.py). Anything else is exec'd.
 """
 
 from __future__ import annotations
