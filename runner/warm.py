@@ -9,6 +9,11 @@ session, only the pipes of its run, the limits, network namespace and uid of run
 environment, the run directory as working directory and `sys.path[0]`, and the program run as `__main__` with
 its usual argv (`runpy`); a program that is not a Python script is exec'd after the same confinement.
 
+It also forks the runners themselves (`{"runner": [args of python -m runner]}`, from the local backend): a runner
+forked from here starts with its modules imported and the host's system info and sandbox capability already
+known, reads its payload only after the fork, and leads its own session, outliving the connection that asked for
+it (it is reaped here when it ends, and found again by the backend through its pid and start time).
+
 Protocol, over a SOCK_SEQPACKET unix socket in a 0700 directory, one connection per child: the runner sends one
 JSON request with the child's descriptors attached (SCM_RIGHTS); the server answers `{"pid": n}`, later
 `{"exit": code}` once the child ended. The child is reaped only when the runner closes the connection, so its
@@ -67,7 +72,7 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 
 class Child:
-    def __init__(self, conn: socket.socket, pid: int, pidfd: int) -> None:
+    def __init__(self, conn: socket.socket | None, pid: int, pidfd: int) -> None:
         self.conn, self.pid, self.pidfd, self.exited = conn, pid, pidfd, False
 
 
@@ -76,6 +81,7 @@ class Server:
         self.path, self.base_path = path, base_path
         self.selector = selectors.DefaultSelector()
         self.children: dict[int, Child] = {}  # by connection fd
+        self.runners: dict[int, Child] = {}  # detached runners, by pid
         self.draining = False
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)
@@ -85,7 +91,7 @@ class Server:
 
     def serve(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.drain())
-        while not (self.draining and not self.children):
+        while not (self.draining and not self.children and not self.runners):
             for key, _ in self.selector.select(1.0):
                 if key.data == "accept":
                     self.accept()
@@ -93,6 +99,8 @@ class Server:
                     self.on_request(key.data[1])
                 elif key.data[0] == "conn":
                     self.on_connection(key.data[1])
+                elif key.data[0] == "runner":
+                    self.on_runner_exit(key.data[1])
                 else:
                     self.on_exit(key.data[1])
             if os.getppid() == 1 and not self.draining:  # started by a dispatcher that is gone
@@ -127,6 +135,16 @@ class Server:
         if pid is None:
             conn.close()
             return
+        if "runner" in request:  # detached: answered, then on its own
+            runner = Child(None, pid, os.pidfd_open(pid))
+            self.runners[pid] = runner
+            self.selector.register(runner.pidfd, selectors.EVENT_READ, ("runner", runner))
+            try:
+                conn.send(json.dumps({"pid": pid}).encode())
+            except OSError:
+                pass
+            conn.close()
+            return
         child = Child(conn, pid, os.pidfd_open(pid))
         self.children[conn.fileno()] = child
         self.selector.register(conn, selectors.EVENT_READ, ("conn", child))
@@ -137,17 +155,28 @@ class Server:
             pass  # the runner is gone: its closed connection gets the child killed and reaped
 
     def fork(self, request: dict, fds: list[int], conn: socket.socket) -> int | None:
-        if not isinstance(request.get("argv"), list) or not request["argv"]:
+        runner = request.get("runner")
+        if runner is not None:
+            if not isinstance(runner, list) or not all(isinstance(arg, str) for arg in runner) or len(fds) != 1:
+                return None
+        elif not isinstance(request.get("argv"), list) or not request["argv"]:
             return None
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            from runner.warm_child import become
+            from runner.warm_child import become, become_runner
 
-            conn.close()
+            if runner is not None:
+                become_runner(runner, fds[0], self.path)  # never returns
             become(request, fds, self.base_path)  # never returns
         return pid
+
+    def on_runner_exit(self, runner: Child) -> None:
+        self.selector.unregister(runner.pidfd)
+        os.waitpid(runner.pid, 0)
+        os.close(runner.pidfd)
+        del self.runners[runner.pid]
 
     def on_exit(self, child: Child) -> None:
         self.selector.unregister(child.pidfd)
@@ -194,10 +223,16 @@ def main(argv: list[str]) -> int:
     # No ptrace or /proc/<pid>/mem from processes of the same user: user code running as the runner's own user
     # (the fallback without root) must not reach into the process every later run is forked from.
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    import runner.__main__  # noqa: F401 - what a forked runner runs
     import runner.confine  # noqa: F401 - what each child applies
     import runner.warm_child  # noqa: F401
+    from runner.sandbox import isolation_available
+    from runner.sysinfo import collect_system_info
 
     preload()
+    # Known once here, inherited by every runner forked from here (both are cached per process).
+    collect_system_info()
+    isolation_available()
     server = Server(argv[1], base_path)
     print(f"warm runner ready on {argv[1]}", flush=True)
     server.serve()

@@ -174,3 +174,56 @@ def _default_signal(number: int) -> None:
         signal.signal(number, handler)
     except (OSError, ValueError):
         pass
+
+
+def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
+    """A runner (`python -m runner ARGS`) in this fork: its own session, stdout/stderr to `log_fd`, its harness
+    processes forked from this same server. Its payload is read only now, so no secret ever reaches the server."""
+    code = 1
+    try:
+        os.setsid()
+        for number in range(1, 65):
+            _default_signal(number)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        for name in os.listdir("/proc/self/fd"):
+            if int(name) > 2:
+                try:
+                    os.close(int(name))
+                except OSError:
+                    pass
+        _fresh_streams(dict(os.environ))
+        _leave_pid_file(arguments)
+        import random
+
+        random.seed()
+        from runner.__main__ import main
+
+        code = main(["--warm", warm_socket, *arguments])
+    except BaseException:  # noqa: BLE001 - the runner's log says why; the backend sees no result
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except BaseException:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def _leave_pid_file(arguments: list[str]) -> None:
+    """`runner.pid` beside the result file: pid and start time, by which the local backend finds this runner again
+    (a forked runner's command line is its server's)."""
+    if "--result" not in arguments:
+        return
+    directory = os.path.dirname(os.path.abspath(arguments[arguments.index("--result") + 1]))
+    with open("/proc/self/stat", "rb") as handle:
+        started = handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    temporary = os.path.join(directory, ".runner.pid")
+    with open(temporary, "w") as handle:
+        handle.write(f"{os.getpid()} {started}\n")
+    os.replace(temporary, os.path.join(directory, "runner.pid"))

@@ -103,6 +103,23 @@ class WarmLauncher:
         return WarmProcess(conn, pid)
 
 
+def fork_runner(socket_path: str | Path, arguments: list[str], log_fd: int, timeout: float = 10) -> int:
+    """Fork `python -m runner ARGUMENTS` from the warm runner at `socket_path`, its output going to `log_fd`;
+    the runner's pid. Raises WarmUnavailable when the server cannot do it (start the runner cold then)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(socket_path))
+            conn.sendmsg([json.dumps({"runner": arguments}).encode()],
+                       [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [log_fd]))])
+            answer = conn.recv(4096)
+        except OSError as exc:
+            raise WarmUnavailable(f"warm runner at {socket_path}: {exc}") from exc
+    if not answer:
+        raise WarmUnavailable(f"warm runner at {socket_path} refused to fork a runner")
+    return int(json.loads(answer)["pid"])
+
+
 def start_warm_runner(directory: Path, timeout: float = 120) -> tuple[Path, subprocess.Popen]:
     """Start a warm runner with its socket in `directory` (made private) and wait until it accepts; for entry points
     that serve runs themselves (the runner image, Modal's containers). The local backend starts its own."""

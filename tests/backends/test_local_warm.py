@@ -25,10 +25,20 @@ def test_runs_fork_from_the_backends_warm_runner_and_their_end_is_seen_at_once(t
             wait_ready(backend.warm_socket(), server)
             assert backend._warm is server  # a live warm runner is kept, not restarted per launch
             problem = load_problem(PROBLEM)
-            payload = build_payload(problem.task, (PROBLEM / "submission.py").read_text(), run_id="warm-local",
-                                    gpu="cpu", mode="test", secret=False, seed=None)
+            slow = "import time\n\ndef custom_kernel(data):\n    time.sleep(2)\n    return data.clone()\n"
+            payload = build_payload(problem.task, slow, run_id="warm-local", gpu="cpu", mode="test", secret=False,
+                                    seed=None)  # 4 cases, 8 s: still running when the restarted backend looks
             job = await backend.launch(payload, "warm-local.1")
             assert await backend.poll(job) is PENDING
+            # The runner itself was forked from the warm runner, and a restarted dispatcher finds it again.
+            assert str(job) in backend._forked
+            restarted = LocalBackend(tmp_path / "runs", warm=False)
+            for _ in range(100):
+                if (tmp_path / "runs" / "warm-local.1" / "runner.pid").exists():
+                    break
+                await asyncio.sleep(0.05)
+            assert await restarted.launch(payload, "warm-local.1") == job  # watched, not started twice
+            assert await restarted.poll(job) is PENDING
             waited = time.monotonic()
             await backend.wait(job, 120)
             waited = time.monotonic() - waited

@@ -4,10 +4,12 @@ Each launch key gets its own directory; the job reference is that directory. Whe
 from the process table (a runner whose command line names the directory's result file), so any dispatcher, after
 any restart, finds a live runner again instead of starting a second one into the same directory.
 
-With `warm`, the backend keeps a warm runner (runner/warm.py) beside it: a fork server with torch imported, from
-which the runners fork their harness processes instead of starting each cold. A runner started while it is not
-ready yet, or after it died, starts its processes cold; the next launch starts a new one. A runner this backend
-started is watched through a pidfd, so its end is noticed when it happens rather than at the next poll.
+With `warm`, the backend keeps a warm runner (runner/warm.py) beside it: a fork server with torch and the runner
+imported. The runner of a run is forked from it (its modules loaded, the host's system info known), and so are
+the harness processes. Such a runner leaves `runner.pid` (pid and start time) in its directory, which is how a
+restarted dispatcher finds it again. A launch while the warm runner is not ready yet, or after it died, starts
+the runner cold as before; the next launch starts a new warm runner. Runners are watched through a pidfd, so a
+run's end is noticed when it happens rather than at the next poll.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ import uuid
 from pathlib import Path
 
 from schemas.contracts import FullResult, RunPayload
+from runner.warm_client import WarmUnavailable, fork_runner
 from services.dispatcher.backends.base import PENDING, JobLost, LaunchError, Outcome
 
 POLL_S = 0.05
 # What a runner inherits: nothing that names a database, a broker or a token.
 SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES")
 UNSAFE_KEY = re.compile(r"[^A-Za-z0-9._-]")
+RUNNER_PID_FILE = "runner.pid"
 
 
 def _is_runner(pid: str, wanted: bytes) -> bool:
@@ -42,8 +46,32 @@ def _is_runner(pid: str, wanted: bytes) -> bool:
         return False  # gone meanwhile
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            return handle.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+def _forked_runner(run_dir: Path) -> int | None:
+    """The live runner a warm runner forked for `run_dir`: it leaves `runner.pid` (pid and start time, so a reused
+    pid is not mistaken for it) before anything else."""
+    try:
+        pid, started = (run_dir / RUNNER_PID_FILE).read_text().split()
+        with open(f"/proc/{int(pid)}/stat", "rb") as handle:
+            fields = handle.read().rsplit(b")", 1)[1].split()
+    except (OSError, ValueError):
+        return None
+    return int(pid) if fields[19].decode() == started and fields[0] != b"Z" else None
+
+
 def _runner_pids(result_file: Path, hint: int | None = None) -> list[int]:
-    """Live processes whose command line ends with `--result <result_file>`; `hint` is checked first."""
+    """Live runners of `result_file`'s run: forked by a warm runner, or started with a command line that ends with
+    `--result <result_file>`; `hint` is checked first."""
+    forked = _forked_runner(result_file.parent)
+    if forked is not None:
+        return [forked]
     wanted = f"--result\0{result_file}\0".encode()
     if hint is not None and _is_runner(str(hint), wanted):
         return [hint]
@@ -58,6 +86,7 @@ class LocalBackend:
         self.runs_dir = runs_dir
         self._children: dict[str, subprocess.Popen] = {}
         self._adopted: dict[str, int] = {}  # runners started by an earlier dispatcher, by run directory
+        self._forked: dict[str, int] = {}  # runners this backend had its warm runner fork, by run directory
         self._warm_enabled = warm
         self._warm: subprocess.Popen | None = None
         self._warm_socket: Path | None = None
@@ -106,9 +135,17 @@ class LocalBackend:
             handle.write(payload.model_dump_json())
         env = self._runner_env()
         warm = self.warm_socket()
+        arguments = ["--payload", str(payload_file), "--result", str(result_file)]
+        if warm is not None and warm.exists():
+            try:
+                with open(run_dir / "runner.log", "ab") as log:
+                    pid = await asyncio.to_thread(fork_runner, warm, arguments, log.fileno())
+                self._forked[str(run_dir)] = pid
+                return str(run_dir)
+            except (WarmUnavailable, OSError):
+                pass  # started cold below
         # --result last: the process table lookup above matches on it.
-        command = [sys.executable, "-m", "runner", *(["--warm", str(warm)] if warm else []),
-                   "--payload", str(payload_file), "--result", str(result_file)]
+        command = [sys.executable, "-m", "runner", *(["--warm", str(warm)] if warm else []), *arguments]
         try:
             with open(run_dir / "runner.log", "ab") as log:
                 child = subprocess.Popen(command, stdout=log, stderr=log, env=env, start_new_session=True)
@@ -118,6 +155,12 @@ class LocalBackend:
         return str(run_dir)
 
     def _running(self, run_dir: Path) -> bool:
+        forked = self._forked.get(str(run_dir))
+        if forked is not None:  # ours: alive until its server reaped it (it may not have left runner.pid yet)
+            if _alive(forked):
+                return True
+            del self._forked[str(run_dir)]
+            return False
         child = self._children.get(str(run_dir))
         if child is not None:
             if child.poll() is None:
@@ -132,13 +175,15 @@ class LocalBackend:
         return False
 
     async def wait(self, job_ref: str, timeout: float) -> None:
-        """Until the runner of `job_ref` ends (a runner this backend started) or `timeout` passes."""
+        """Until the runner of `job_ref` ends or `timeout` passes."""
         child = self._children.get(job_ref)
-        if child is None or child.poll() is not None:
+        pid = child.pid if child is not None and child.poll() is None else \
+            self._forked.get(job_ref, self._adopted.get(job_ref))
+        if pid is None:
             await asyncio.sleep(min(timeout, POLL_S))
             return
         try:
-            pidfd = os.pidfd_open(child.pid)
+            pidfd = os.pidfd_open(pid)
         except OSError:
             await asyncio.sleep(min(timeout, POLL_S))
             return
@@ -169,7 +214,9 @@ class LocalBackend:
     async def cancel(self, job_ref: str) -> None:
         run_dir = Path(job_ref)
         child = self._children.pop(str(run_dir), None)
-        pids = [child.pid] if child is not None else _runner_pids(run_dir / "result.json")
+        forked = self._forked.pop(str(run_dir), None)
+        pids = [child.pid] if child is not None else [forked] if forked is not None else \
+            _runner_pids(run_dir / "result.json")
         for pid in pids:
             try:
                 os.killpg(pid, signal.SIGKILL)  # the runner leads its session: harness and user code go too
