@@ -20,15 +20,15 @@ def iso_from_monotonic(moment: float) -> str:
 
 
 def process_started_iso(pid: int | None = None) -> str:
-    """When process `pid` (default: this one) was started, from /proc (10 ms resolution); empty where unknown."""
+    """When process `pid` (default: this one) was started (or forked), from /proc (10 ms resolution; counted
+    on the boot-time clock, since /proc's whole-second boot time would be up to a second off); empty if unknown."""
     try:
         with open(f"/proc/{pid or os.getpid()}/stat", "rb") as handle:
             start_ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])
-        with open("/proc/stat", "rb") as handle:
-            boot = next(int(line.split()[1]) for line in handle if line.startswith(b"btime"))
-    except (OSError, ValueError, IndexError, StopIteration):
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - start_ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
         return ""
-    return iso(boot + start_ticks / os.sysconf("SC_CLK_TCK"))
+    return iso(time.time() - age)
 
 
 def stage_timing(outcome) -> dict[str, str]:
