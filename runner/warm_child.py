@@ -2,8 +2,8 @@
 start would have given, then run the program. Never returns.
 
 Order, as runner/confine.py for a cold start: a new session; only the run's descriptors (stdin from /dev/null,
-stdout/stderr and the result pipes at the numbers the runner named); the secret variables read from their pipe,
-which only this process ever reads; the limits, then the network namespace, the mount masks, the uid and
+stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for a
+harness that takes it so, or read here only for a program about to be exec'd (runner/warm_client.py); the limits, then the network namespace, the mount masks, the uid and
 no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
 script then runs as `__main__` with its usual argv and `sys.path[0]` (runpy), and the process exits the way the
 interpreter would (atexit handlers, non-daemon threads joined, streams flushed; only the finalizers torch left
