@@ -90,6 +90,7 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     sys.argv = [script, *args]
     sys.path[:] = [directory, *base_path]
     sys.path_importer_cache.clear()
+    _forget_shadowed_modules(directory)
     code = 0
     try:
         runpy.run_path(script, run_name="__main__")
@@ -104,6 +105,18 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
     return code
+
+
+def _forget_shadowed_modules(directory: str) -> None:
+    """In a cold start a file of the run directory (`yaml.py`, `runner/`) shadows the module of that name, which the
+    server may have imported already: forget those, so the run's own file is what `import` finds."""
+    names = set()
+    for entry in os.listdir(directory):
+        stem, suffix = os.path.splitext(entry)
+        if suffix in (".py", ".pyc", ".so") or (not suffix and os.path.isdir(os.path.join(directory, entry))):
+            names.add(stem.split(".")[0])
+    for name in [m for m in sys.modules if m.split(".")[0] in names and m not in sys.builtin_module_names]:
+        del sys.modules[name]
 
 
 def _exit_code(value) -> int:

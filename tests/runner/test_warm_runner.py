@@ -215,3 +215,17 @@ def _parent(pid: str) -> int:
     except (OSError, ValueError):
         return -1
 
+
+
+def test_a_file_of_the_run_shadows_a_module_the_server_imported_as_in_a_cold_start(warm):
+    """The server imported `yaml` and `runner`; a problem shipping `yaml.py` gets its own file, as cold."""
+    launcher, _ = warm
+    task = load_problem(PROBLEMS_ROOT / "examples" / "identity_py").task
+    task = task.model_copy(update={"files": {**task.files, "yaml.py": "SHADOW = 'the run directory'\n"}})
+    code = "import yaml\n\ndef custom_kernel(data):\n    return data.clone()\n"
+    harness = task.files["eval.py"].replace("def main(argv", "import yaml\nprint('yaml from', yaml.SHADOW)\n\n\ndef main(argv", 1)
+    task = task.model_copy(update={"files": {**task.files, "eval.py": harness}})
+    payload = build_payload(task, code, run_id="shadow", gpu="cpu", mode="test", secret=False, seed=None)
+    for launch in (launcher, None):
+        stage = execute(payload, sandbox=SandboxPolicy(), warm=launch).runs["test"].run
+        assert "yaml from the run directory" in stage.stdout, (launch, stage.stdout, stage.stderr)
