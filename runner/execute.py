@@ -17,7 +17,8 @@ from pathlib import Path, PurePosixPath
 
 from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, RunPayload, RunResult, SystemInfo
 
-from .cuda import BINARY_NAME, compile_cuda
+from .compile_cache import CompileCache, cache_key
+from .cuda import BINARY_NAME, compile_cuda, nvcc_version
 from .environment import scrubbed_environment
 from .launch import Starter, seed_pipe_variable
 from .profiling import profile_result
@@ -119,10 +120,18 @@ def _prepare(payload: RunPayload, starter: Starter,
         compilation = _warm_up(starter, env) if WARM_UP_FILE in payload.sources else None
         return [sys.executable, payload.main], compilation
     files = {**payload.headers, **payload.sources}
+    cache = CompileCache() if box.uid is not None else None  # see runner/compile_cache.py: only with the run's uid
+    key = cache_key(payload, nvcc_version()) if cache is not None else ""
+    compilation = cache.get(key, run_dir / BINARY_NAME) if cache is not None else None
+    if compilation is not None:  # this submission was compiled for one of its other runs on this host
+        box.seal()
+        return [f"./{BINARY_NAME}"], compilation
     _write_files(run_dir, files)
     box.open_for_build()
     try:
         compilation = compile_cuda(payload, run_dir, env, wrap=lambda argv, timeout: box.wrap(argv, timeout))
+        if compilation.success and cache is not None:
+            cache.put(key, run_dir / BINARY_NAME, compilation)  # before any user code has run
     finally:
         _remove_files(run_dir, files)  # user code must never read the reference sources
         box.seal()
