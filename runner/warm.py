@@ -83,6 +83,7 @@ class Server:
         self.children: dict[int, Child] = {}  # by connection fd
         self.runners: dict[int, Child] = {}  # detached runners, by pid
         self.draining = False
+        self.parent = os.getppid()  # may be 1 itself, in a container whose entry process started us
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)
         os.chmod(path, 0o600)
@@ -103,7 +104,7 @@ class Server:
                     self.on_runner_exit(key.data[1])
                 else:
                     self.on_exit(key.data[1])
-            if os.getppid() == 1 and not self.draining:  # started by a dispatcher that is gone
+            if os.getppid() != self.parent and not self.draining:  # whoever started us is gone
                 self.drain()
 
     def drain(self) -> None:
@@ -117,6 +118,8 @@ class Server:
                 pass
 
     def accept(self) -> None:
+        if self.draining:  # SIGTERM closed the listener after select reported it
+            return
         conn, _ = self.listener.accept()
         self.selector.register(conn, selectors.EVENT_READ, ("request", conn))  # read when it arrives, never block
 
