@@ -73,7 +73,7 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 class Child:
     def __init__(self, conn: socket.socket | None, pid: int, pidfd: int) -> None:
-        self.conn, self.pid, self.pidfd, self.exited = conn, pid, pidfd, False
+        self.conn, self.pid, self.pidfd, self.exited, self.reaped = conn, pid, pidfd, False, False
 
 
 class Server:
@@ -94,18 +94,26 @@ class Server:
         signal.signal(signal.SIGTERM, lambda *_: self.drain())
         while not (self.draining and not self.children and not self.runners):
             for key, _ in self.selector.select(1.0):
-                if key.data == "accept":
-                    self.accept()
-                elif key.data[0] == "request":
-                    self.on_request(key.data[1])
-                elif key.data[0] == "conn":
-                    self.on_connection(key.data[1])
-                elif key.data[0] == "runner":
-                    self.on_runner_exit(key.data[1])
-                else:
-                    self.on_exit(key.data[1])
+                try:
+                    self.handle(key.data)
+                except Exception:  # noqa: BLE001 - one broken request must not end the server for every run
+                    import traceback
+
+                    traceback.print_exc()
             if os.getppid() != self.parent and not self.draining:  # whoever started us is gone
                 self.drain()
+
+    def handle(self, what) -> None:
+        if what == "accept":
+            self.accept()
+        elif what[0] == "request":
+            self.on_request(what[1])
+        elif what[0] == "conn":
+            self.on_connection(what[1])
+        elif what[0] == "runner":
+            self.on_runner_exit(what[1])
+        else:
+            self.on_exit(what[1])
 
     def drain(self) -> None:
         if not self.draining:
@@ -176,12 +184,17 @@ class Server:
         return pid
 
     def on_runner_exit(self, runner: Child) -> None:
+        if runner.reaped:
+            return
+        runner.reaped = True
         self.selector.unregister(runner.pidfd)
         os.waitpid(runner.pid, 0)
         os.close(runner.pidfd)
         del self.runners[runner.pid]
 
     def on_exit(self, child: Child) -> None:
+        if child.reaped or child.exited:  # a stale event of the same select round
+            return
         self.selector.unregister(child.pidfd)
         info = os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         if info is None:
@@ -195,6 +208,8 @@ class Server:
 
     def on_connection(self, child: Child) -> None:
         """The runner closed its end (or sent something, which only ever means the same): reap the child."""
+        if child.reaped:
+            return
         try:
             child.conn.recv(16)
         except OSError:
@@ -207,6 +222,7 @@ class Server:
                 except OSError:
                     pass
         os.waitpid(child.pid, 0)
+        child.reaped = True
         os.close(child.pidfd)
         self.selector.unregister(child.conn)
         del self.children[child.conn.fileno()]
