@@ -107,6 +107,16 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     return code
 
 
+def _forget_process_caches() -> None:
+    """What the server's modules worked out from its own process and would hand on stale: `tempfile` caches the
+    temporary directory (the server's, not the run's TMPDIR) and `random` was seeded once for every fork."""
+    import random
+    import tempfile
+
+    tempfile.tempdir = None  # recomputed from this environment's TMPDIR on first use
+    random.seed()  # from the OS, as a fresh interpreter does
+
+
 def _forget_shadowed_modules(directory: str) -> None:
     """In a cold start a file of the run directory (`yaml.py`, `runner/`) shadows the module of that name, which the
     server may have imported already: forget those, so the run's own file is what `import` finds."""
@@ -151,9 +161,7 @@ def become(request: dict, fds: list[int], base_path: list[str]) -> None:
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(env)
-        import random
-
-        random.seed()  # a fresh interpreter seeds from the OS; every fork would otherwise share one sequence
+        _forget_process_caches()
         argv = [str(part) for part in request["argv"]]
         if request.get("python"):
             _fresh_streams(env)
@@ -209,9 +217,7 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
                     pass
         _fresh_streams(dict(os.environ))
         _leave_pid_file(arguments)
-        import random
-
-        random.seed()
+        _forget_process_caches()
         from runner.__main__ import main
 
         code = main(["--warm", warm_socket, *arguments])

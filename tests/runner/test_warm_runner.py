@@ -229,3 +229,15 @@ def test_a_file_of_the_run_shadows_a_module_the_server_imported_as_in_a_cold_sta
     for launch in (launcher, None):
         stage = execute(payload, sandbox=SandboxPolicy(), warm=launch).runs["test"].run
         assert "yaml from the run directory" in stage.stdout, (launch, stage.stdout, stage.stderr)
+
+
+def test_a_forked_run_writes_its_temporary_files_into_its_own_private_directory(warm):
+    """tempfile caches the temporary directory per process: the server's must not be the run's (the run's TMPDIR
+    is private to it; the shared /tmp would carry files from one run to the next)."""
+    launcher, _ = warm
+    code = ("import os, tempfile\nprint('tempdir', tempfile.gettempdir(), os.environ['TMPDIR'], flush=True)\n"
+            "def custom_kernel(data):\n    return data.clone()\n")
+    stage = run(code, launcher).runs["test"].run
+    line = next(line for line in stage.stdout.splitlines() if line.startswith("tempdir "))
+    _, used, private = line.split()
+    assert used == private and "kernelbot-run-" in used, line
