@@ -12,8 +12,12 @@ Modules:
   container    the runner image's entry point (payload in, result.json out, RunCompleted published)
   sysinfo      SystemInfo collection without importing torch
   cuda         the nvcc compile step
+  warm         the warm runner: a fork server holding torch imported; warm_child turns a fork into a fresh
+               process (confined, runpy), warm_client asks for one; launch picks warm or cold per process
+  timing       the stamps of a run's phases (EvalResult.timing, FullResult.timing)
 
-Nothing here imports services/; torch is never imported in the runner process.
+Nothing here imports services/; torch is never imported in the runner process (the warm runner imports it, and
+never touches a GPU or runs user code).
 """
 
 RUNNER_VERSION = "0.1.0"

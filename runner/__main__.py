@@ -25,6 +25,7 @@ from schemas.contracts import FullResult
 from .execute import execute
 from .payload import PayloadError, decode_payload
 from .sandbox import SandboxPolicy
+from .warm_client import WarmLauncher
 
 PAYLOAD_ENV = "SUBMISSION_PAYLOAD"
 
@@ -69,13 +70,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None, help="parent of the temporary run directory")
     parser.add_argument("--no-sandbox", action="store_true",
                         help="run the harness unconfined (development only; see runner/sandbox.py)")
+    parser.add_argument("--warm", type=Path, default=None,
+                        help="socket of a warm runner (runner/warm.py) to fork the harness processes from")
     args = parser.parse_args(argv)
     try:
         payload = decode_payload(read_payload_text(args.payload))
     except (PayloadError, OSError) as exc:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
-        result = execute(payload, workdir=args.workdir, sandbox=None if args.no_sandbox else SandboxPolicy())
+        result = execute(payload, workdir=args.workdir, sandbox=None if args.no_sandbox else SandboxPolicy(),
+                         warm=WarmLauncher(args.warm) if args.warm else None)
     try:
         write_result_atomically(result, args.result)
     except OSError as exc:

@@ -12,6 +12,10 @@ With `KB_RUNNER_NAME` (a runner on a vendor's host, whose NATS user may publish 
 goes to `runner.<name>.run.completed` instead, and only the payload's `run_id` is needed: the dispatcher checks that
 the run is on a GPU this runner serves and records the event from its own record of the run.
 
+The warm-up and every stage of the run fork from one warm runner (runner/warm.py) that this entry point starts for
+the run, so torch is imported once per run rather than once per process; `--warm SOCKET` uses a warm runner that
+outlives runs (Modal's containers keep one), `--cold` starts every process cold.
+
 Exit status: 0 when the result was written (and, if asked for, published), 1 otherwise.
 """
 
@@ -19,9 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from schemas.contracts import FullResult
@@ -33,6 +40,7 @@ from .execute import execute
 from .payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
 from .sandbox import SandboxPolicy
 from .smoke import is_smoke_payload, judged, summary
+from .warm_client import WarmLauncher, WarmUnavailable, start_warm_runner
 
 NATS_URL_ENV = "KB_NATS_URL"
 RUNNER_NAME_ENV = "KB_RUNNER_NAME"
@@ -78,6 +86,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--payload-file", type=Path, help=f"payload file (default: ${PAYLOAD_ENV})")
     parser.add_argument("--result", type=Path, default=Path("result.json"), help="where to write the FullResult")
     parser.add_argument("--no-sandbox", action="store_true", help="run the harness unconfined (development only)")
+    parser.add_argument("--warm", type=Path, default=None,
+                        help="socket of a running warm runner to fork the harness processes from (runner/warm.py)")
+    parser.add_argument("--cold", action="store_true",
+                        help="start every harness process cold instead of from a warm runner of this run's own")
     args = parser.parse_args(argv)
     nats_url = os.environ.pop(NATS_URL_ENV, "")  # never handed on; the sandbox scrubs it as well
     runner_name = os.environ.pop(RUNNER_NAME_ENV, "")
@@ -88,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     except (PayloadError, OSError) as exc:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
-        result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy())
+        with _warm_runner(args) as warm:
+            result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy(), warm=warm)
         if is_smoke_payload(raw):  # the onboarding guide's smoke test: say plainly what happened
             result = judged(result)
             print(summary(result))
@@ -105,6 +118,32 @@ def main(argv: list[str] | None = None) -> int:
             print(f"could not publish RunCompleted: {exc!r}", file=sys.stderr)
             return 1
     return 0
+
+
+@contextlib.contextmanager
+def _warm_runner(args: argparse.Namespace) -> Iterator[WarmLauncher | None]:
+    """The warm runner the stages fork from: the one given, else one of this run's own (torch imported once for
+    the warm-up and every stage, rather than once per process), else none."""
+    if args.warm is not None:
+        yield WarmLauncher(args.warm)
+        return
+    if args.cold:
+        yield None
+        return
+    directory = Path(tempfile.mkdtemp(prefix="kernelbot-warm-"))
+    try:
+        socket_path, server = start_warm_runner(directory)
+    except (WarmUnavailable, OSError) as exc:
+        print(f"starting every process cold: {exc}", file=sys.stderr)
+        shutil.rmtree(directory, ignore_errors=True)
+        yield None
+        return
+    try:
+        yield WarmLauncher(socket_path)
+    finally:
+        server.terminate()
+        server.wait(60)
+        shutil.rmtree(directory, ignore_errors=True)
 
 
 def reexec_with_payload_file(arguments: list[str]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -92,6 +93,13 @@ def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str],
     )
 
 
+def nvcc_version() -> str:
+    """The version banner of the nvcc this host would compile with ('' when there is none)."""
+    nvcc = find_nvcc()
+    return _nvcc_version(nvcc) if nvcc else ""
+
+
+@functools.lru_cache(maxsize=4)
 def _nvcc_version(nvcc: str) -> str:
     try:
         done = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30, check=False,

@@ -10,23 +10,27 @@ from __future__ import annotations
 import os
 import shlex
 import sys
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, RunPayload, RunResult, SystemInfo
 
-from .cuda import BINARY_NAME, compile_cuda
+from .compile_cache import CompileCache, cache_key
+from .cuda import BINARY_NAME, compile_cuda, nvcc_version
 from .cuda_supervisor import SUPERVISOR_NAME, compile_supervisor
 from .environment import scrubbed_environment
 from .harness_choice import choose_harness
-from .process import run_process
+from .launch import Starter, seed_pipe_variable
 from .profiling import profile_result
 from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_output
 from .sandbox import RunSandbox, SandboxPolicy
 from .sysinfo import collect_system_info
 from .taskfile import render_case_file
 from .telemetry import measured
+from .timing import iso, process_started_iso, stage_timing
+from .warm_client import WarmLauncher
 
 WARM_UP_TIMEOUT_SECONDS = 120
 WARM_UP_FILE = "submission.py"
@@ -57,10 +61,12 @@ def plan_stages(payload: RunPayload) -> list[StagePlan]:
     return [test, benchmark, StagePlan("leaderboard", "leaderboard", timed_cases, payload.ranked_timeout)]
 
 
-def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None) -> FullResult:
+def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None,
+            warm: WarmLauncher | None = None) -> FullResult:
     """Run `payload` and return its FullResult. `workdir` is the parent of the fresh run directory (default: the
     system temp dir); the run directory is removed afterwards. With a `sandbox` policy every process it starts is
-    confined (runner/sandbox.py); without one they run unconfined, still in a fresh directory."""
+    confined (runner/sandbox.py); without one they run unconfined, still in a fresh directory. With `warm`, the
+    Python processes are forked from that warm runner (runner/warm.py) instead of started cold."""
     system = SystemInfo()
     try:
         system = collect_system_info()
@@ -68,21 +74,30 @@ def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: Sandbo
             sandbox = sandbox.for_gpu_host()
         harness = choose_harness(payload)  # ours in place of a stock reference-kernels eval.py, when asked for
         with RunSandbox(sandbox, workdir) as box:
-            return FullResult(success=True, system=system, runs=_run_all(harness.payload, box, system, harness.info))
+            payload = harness.payload
+            main = payload.sources.get(payload.main) if payload.lang == "py" and payload.main else None
+            runs = _run_all(payload, Starter(box, warm, seed_pipe_variable(main)), system, harness.info)
+        return FullResult(success=True, system=system, runs=runs, timing=_run_timing())
     except Exception as exc:  # noqa: BLE001 - a runner failure, never the user's: report it, never die silently
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
+
+
+def _run_timing() -> dict[str, str]:
+    started = process_started_iso()
+    return {**({"runner_started": started} if started else {}), "result_ready": iso(time.time())}
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat()
 
 
-def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo,
+def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
              harness: dict[str, str] | None = None) -> dict[str, EvalResult]:
+    box = starter.box
     plans = plan_stages(payload)
     env = box.environment(scrubbed_environment())
     start = _now()
-    program, compilation = _prepare(payload, box, env, (harness or {}).get("supervisor"))
+    program, compilation = _prepare(payload, starter, env, (harness or {}).get("supervisor"))
     if program is None:  # compilation failed: the chain stops before its first stage
         return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None,
                                          harness=harness or {})}
@@ -92,27 +107,36 @@ def _run_all(payload: RunPayload, box: RunSandbox, system: SystemInfo,
         # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
         stage_start = start if index == 0 else _now()
         runs[plan.key] = measured(plan.key, lambda plan=plan, stage_start=stage_start: _run_stage(
-            program, plan, payload, box, stage_env, compilation, stage_start, harness))
+            program, plan, payload, starter, stage_env, compilation, stage_start, harness))
         stage = runs[plan.key].run
         if not (stage and stage.success and stage.passed) and payload.mode != "profile":
             break
     return runs
 
 
-def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str],
+def _prepare(payload: RunPayload, starter: Starter, env: dict[str, str],
              supervisor: str | None = None) -> tuple[list[str] | None, CompileResult | None]:
     """Write the files and warm up (py) or compile (cu). Returns the harness program (None when compilation
     failed) and the compile record. `supervisor`: the harness file of a supervised CUDA harness, also built alone
     as the program the runner starts (runner/cuda_supervisor.py)."""
+    box = starter.box
     run_dir = box.run_dir
     if payload.lang == "py":
         if not payload.main or payload.main not in payload.sources:
             raise ValueError(f"py payload main {payload.main!r} is not one of its sources")
         _write_files(run_dir, payload.sources)
         box.seal()
-        compilation = _warm_up(box, env) if WARM_UP_FILE in payload.sources else None
+        compilation = _warm_up(starter, env) if WARM_UP_FILE in payload.sources else None
         return [sys.executable, payload.main], compilation
     files = {**payload.headers, **payload.sources}
+    binaries = [BINARY_NAME, SUPERVISOR_NAME] if supervisor else [BINARY_NAME]
+    program = [f"./{SUPERVISOR_NAME if supervisor else BINARY_NAME}"]
+    cache = CompileCache() if box.uid is not None else None  # see runner/compile_cache.py: only with the run's uid
+    key = cache_key(payload, nvcc_version(), supervisor) if cache is not None else ""
+    compilation = cache.get(key, run_dir, binaries) if cache is not None else None
+    if compilation is not None:  # this submission was compiled for one of its other runs on this host
+        box.seal()
+        return program, compilation
     _write_files(run_dir, files)
     box.open_for_build()
     try:
@@ -120,11 +144,12 @@ def _prepare(payload: RunPayload, box: RunSandbox, env: dict[str, str],
         if supervisor and compilation.success:
             built = compile_supervisor(payload, supervisor, run_dir, env, wrap=lambda argv, t: box.wrap(argv, t))
             compilation = compilation if built.success else built  # a failed harness build is what to show
+        if compilation.success and cache is not None:
+            cache.put(key, run_dir, binaries, compilation)  # before any user code has run
     finally:
         _remove_files(run_dir, files)  # user code must never read the reference sources
         box.seal()
-    binary = SUPERVISOR_NAME if supervisor else BINARY_NAME
-    return ([f"./{binary}"] if compilation.success else None), compilation
+    return (program if compilation.success else None), compilation
 
 
 def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemInfo) -> dict[str, str]:
@@ -137,17 +162,17 @@ def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemI
     return stage_env
 
 
-def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, box: RunSandbox,
+def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter: Starter,
                env: dict[str, str], compilation: CompileResult | None, start: str,
                harness_info: dict[str, str] | None = None) -> EvalResult:
+    box = starter.box
     case_file = box.base / f"{plan.key}.cases.txt"  # outside the run directory, beside it
     case_file.write_text(render_case_file(plan.cases), encoding="utf-8")
     os.chmod(case_file, 0o644)
     argv = [*program, plan.harness_stage, str(case_file)]
     ranks = max((int(case.get("world_size", 1)) for case in plan.cases if isinstance(case.get("world_size", 1), int)),
                 default=1)
-    outcome = run_process(box.wrap(argv, plan.timeout, ranks), cwd=str(box.run_dir), env=env,
-                          timeout=plan.timeout, reap=box.kill_strays)
+    outcome = starter.run(argv, timeout=plan.timeout, ranks=ranks, env=env)
     # Upstream's CUDA harness times only the last case in `leaderboard`, whatever ranking_by says.
     expected = None if payload.lang == "cu" and plan.harness_stage == "leaderboard" else len(plan.cases)
     if outcome.timed_out:
@@ -175,15 +200,14 @@ def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, box: Ru
     samples = parse_sample_lines(decode_output(bytes(outcome.data.data)))
     profile = profile_result(result) if plan.harness_stage == "profile" else None
     return EvalResult(start=start, end=_now(), compilation=compilation, run=run, harness=harness, samples=samples,
-                      profile=profile)
+                      profile=profile, timing=stage_timing(outcome))
 
 
-def _warm_up(box: RunSandbox, env: dict[str, str]) -> CompileResult | None:
+def _warm_up(starter: Starter, env: dict[str, str]) -> CompileResult | None:
     """Run the submission once (no POPCORN_* variables) to fill the inline-extension build cache; recorded only if
     it printed the torch extension build line."""
     argv = [sys.executable, WARM_UP_FILE]
-    outcome = run_process(box.wrap(argv, WARM_UP_TIMEOUT_SECONDS), cwd=str(box.run_dir), env=env,
-                          timeout=WARM_UP_TIMEOUT_SECONDS, with_result_pipes=False, reap=box.kill_strays)
+    outcome = starter.run(argv, timeout=WARM_UP_TIMEOUT_SECONDS, env=env, with_result_pipes=False)
     stdout = decode_output(bytes(outcome.stdout.data))
     if TORCH_EXTENSION_MARKER not in stdout:
         return None

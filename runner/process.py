@@ -16,6 +16,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 CAPTURE_LIMIT = 1 << 20  # stdout/stderr: far beyond the 16 KiB that is kept after truncation
 RESULT_LIMIT = 4 << 20
@@ -33,8 +34,13 @@ class CapturedStream:
     data: bytearray = field(default_factory=bytearray)
     dropped_lines: int = 0
     overflowed: bool = False
+    first_at: float | None = None  # time.monotonic() of the first and the last chunk read
+    last_at: float | None = None
 
     def feed(self, chunk: bytes) -> None:
+        self.last_at = time.monotonic()
+        if self.first_at is None:
+            self.first_at = self.last_at
         room = self.limit - len(self.data)
         self.data += chunk[:room]
         if len(chunk) > room:
@@ -51,6 +57,8 @@ class ProcessOutcome:
     stderr: CapturedStream
     result: CapturedStream
     data: CapturedStream
+    started_at: float = 0.0  # time.monotonic() when the process was started
+    forked: bool = False  # forked from a warm runner rather than started cold
 
 
 def run_process(
@@ -61,10 +69,14 @@ def run_process(
     timeout: float,
     with_result_pipes: bool = True,
     reap: Callable[[], None] | None = None,
+    launch: Callable[..., Any] | None = None,
 ) -> ProcessOutcome:
     """Run `argv` in its own process group; with `with_result_pipes`, export POPCORN_FD and POPCORN_DATA_FD.
 
     `reap` runs after the group kill, for stragglers the group kill cannot reach (a sandbox kills its uid).
+    `launch` starts the process instead of Popen (the warm runner's fork, runner/warm_client.py): it is called as
+    `launch(argv, cwd=, env=, pass_fds=, stdout=, stderr=)` and returns a handle with `pid`, `exit_fd`, `wait()`,
+    `release()`; the child must lead its own session.
     Raises FileNotFoundError when the program does not exist (callers decide what that means).
     """
     env = dict(env)
@@ -79,33 +91,48 @@ def run_process(
                 read_ends[read_end] = name
                 child_ends.append(write_end)
                 env[variable] = str(write_end)
+        if launch is not None:
+            for name in ("stdout", "stderr"):
+                read_end, write_end = os.pipe()
+                read_ends[read_end] = name
+                child_ends.append(write_end)
         start = time.monotonic()
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            pass_fds=tuple(child_ends), start_new_session=True,
-        )
+        if launch is None:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                pass_fds=tuple(child_ends), start_new_session=True,
+            )
+        else:
+            *passed, stdout_end, stderr_end = child_ends
+            proc = launch(argv, cwd=cwd, env=env, pass_fds=tuple(passed), stdout=stdout_end, stderr=stderr_end)
     except BaseException:
         for fd in [*read_ends, *child_ends]:
             os.close(fd)
         raise
     for fd in child_ends:  # only the child may hold the write ends, so EOF means "all writers gone"
         os.close(fd)
-    read_ends[proc.stdout.fileno()] = "stdout"
-    read_ends[proc.stderr.fileno()] = "stderr"
+    if launch is None:
+        read_ends[proc.stdout.fileno()] = "stdout"
+        read_ends[proc.stderr.fileno()] = "stderr"
     try:
         timed_out, duration = _pump(proc, read_ends, streams, start, timeout, reap)
     finally:
         _kill_group(proc)
         proc.wait()
         for fd, name in read_ends.items():
-            if name in ("result", "data"):
+            if launch is not None or name in ("result", "data"):
                 _close_quietly(fd)
-        proc.stdout.close()
-        proc.stderr.close()
+        if launch is None:
+            proc.stdout.close()
+            proc.stderr.close()
+        else:
+            proc.release()
     return ProcessOutcome(
         exit_code=114 if timed_out else proc.returncode,
         duration=timeout if timed_out else duration,
         timed_out=timed_out,
+        started_at=start,
+        forked=launch is not None,
         **streams,
     )
 
@@ -117,7 +144,8 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
     for fd in read_ends:
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ, read_ends[fd])
-    exit_fd = _open_pidfd(proc.pid)
+    forked = hasattr(proc, "exit_fd")  # the warm runner's child: it says when it ended
+    exit_fd = proc.exit_fd if forked else _open_pidfd(proc.pid)
     if exit_fd is not None:
         selector.register(exit_fd, selectors.EVENT_READ, "exit")
     deadline = start + timeout
@@ -156,7 +184,7 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
                     open_pipes.discard(key.fd)
     finally:
         selector.close()
-        if exit_fd is not None:
+        if exit_fd is not None and not forked:
             _close_quietly(exit_fd)
     return timed_out, (ended_at or time.monotonic()) - start
 

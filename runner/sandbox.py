@@ -138,15 +138,22 @@ class RunSandbox:
     def wrap(self, argv: list[str], timeout: float, ranks: int = 1) -> list[str]:
         """`argv` run under runner/confine.py with this run's limits, namespace and uid; the process allowance is
         per rank (a multi-GPU case runs one worker per rank)."""
-        if self.policy is None:
+        spec = self.confinement(timeout, ranks)
+        if spec is None:
             return argv
+        return [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", *argv]
+
+    def confinement(self, timeout: float, ranks: int = 1) -> dict | None:
+        """What runner/confine.py applies to one process of this run (None: unconfined); the warm runner applies
+        the same to the processes it forks."""
+        if self.policy is None:
+            return None
         extra_processes = 0
         if self.policy.limits.processes is not None and not self.policy.isolating:
             extra_processes = tasks_of_uid(os.getuid())  # the limit counts the runner's whole user
-        spec = {"limits": self.policy.limits.for_timeout(timeout, ranks, extra_processes),
+        return {"limits": self.policy.limits.for_timeout(timeout, ranks, extra_processes),
                 "isolate_network": self.policy.isolating, "uid": self.uid, "gid": self.uid,
                 "reveal": closed_ancestors(interpreter_paths()) if self.uid is not None else []}
-        return [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", *argv]
 
 
 @functools.lru_cache(maxsize=1)

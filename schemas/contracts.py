@@ -187,6 +187,9 @@ class EvalResult(_Frozen):
     harness: dict[str, str] = {}
     samples: dict[str, Any] = {}
     telemetry: StageTelemetry | None = None  # timed stages (benchmark, leaderboard) only
+    # When the stage's process started, wrote its first and last result line, and ended (ISO-8601 UTC): where the
+    # time outside the harness's own loop goes; `start` is `warm` (forked from a warm runner) or `cold`.
+    timing: dict[str, str] = {}
 
 
 class FullResult(_Frozen):
@@ -194,3 +197,5 @@ class FullResult(_Frozen):
     error: str = ""
     system: SystemInfo = Field(default_factory=SystemInfo)
     runs: dict[str, EvalResult] = {}
+    # When the runner process started and when its result was ready (ISO-8601 UTC).
+    timing: dict[str, str] = {}

@@ -5,14 +5,19 @@ the image). Catalogue entries then name the functions:
 
     backends: {modal: {app: kernelbot-runners}}
     gpus:
-      T4:   {backend: modal, target: run_t4,   arch: "75"}
-      L4:   {backend: modal, target: run_l4,   arch: "89"}
-      A100: {backend: modal, target: run_a100, arch: "80"}
-      H100: {backend: modal, target: run_h100, arch: "90a"}
-      B200: {backend: modal, target: run_b200, arch: "100"}
-      L4x4: {backend: modal, target: run_l4x4, arch: "89"}
+      T4:   {backend: modal, target: RunT4.run,   arch: "75"}
+      L4:   {backend: modal, target: RunL4.run,   arch: "89"}
+      A100: {backend: modal, target: RunA100.run, arch: "80"}
+      H100: {backend: modal, target: RunH100.run, arch: "90a"}
+      B200: {backend: modal, target: RunB200.run, arch: "100"}
+      L4x4: {backend: modal, target: RunL4x4.run, arch: "89"}
 
-Each call is `run_<gpu>(payload: dict, launch_key: str) -> dict` (a FullResult). A launch key is claimed in the
+`Run<GPU>` are classes whose container keeps a warm runner (runner/warm.py: torch imported, never a GPU touched)
+from the moment Modal starts the container (`@modal.enter`), so every run it serves forks its harness processes
+instead of importing torch for each; `@modal.exit` stops it. The plain functions `run_<gpu>` stay for catalogues
+that still name them; they start every process cold.
+
+Each call is `<target>(payload: dict, launch_key: str) -> dict` (a FullResult). A launch key is claimed in the
 `kernelbot-launches` Dict before any work: a second spawn of the same key (a dispatcher that died between spawning
 and recording the call spawns again) returns `{"duplicate_of": <first call id>}` at once, and the dispatcher
 follows the first call. The function's timeout is the ceiling; the dispatcher cancels earlier, at the run's own
@@ -54,7 +59,7 @@ def _claim(launch_key: str) -> str | None:
     return None if first == me else first  # a retried input of the same call keeps its claim
 
 
-def execute(payload: dict, launch_key: str) -> dict:
+def execute(payload: dict, launch_key: str, warm_socket: str | None = None) -> dict:
     first = _claim(launch_key)
     if first is not None:
         return {"duplicate_of": first}
@@ -65,7 +70,8 @@ def execute(payload: dict, launch_key: str) -> dict:
             json.dump(payload, handle)
         result_file = Path(workdir) / "result.json"
         # The runner image's entry point: sandboxed harness, stage timeouts, atomic result.json.
-        done = subprocess.run([sys.executable, "-m", "runner.container", "--payload-file", str(payload_file),
+        warm = ["--warm", warm_socket] if warm_socket else ["--cold"]
+        done = subprocess.run([sys.executable, "-m", "runner.container", *warm, "--payload-file", str(payload_file),
                                "--result", str(result_file)], capture_output=True, text=True)
         if result_file.exists():
             return json.loads(result_file.read_text())
@@ -73,7 +79,59 @@ def execute(payload: dict, launch_key: str) -> dict:
                                          f"{done.stderr[-2000:]}"}
 
 
-# Modal needs each function at module level; one per GPU type of the catalogue (harness.md §10).
+class WarmRunner:
+    """A container that keeps a warm runner for all the runs it serves (Modal reuses containers between inputs)."""
+
+    @modal.enter()
+    def start_warm_runner(self) -> None:
+        from runner.warm_client import start_warm_runner
+
+        self.directory = tempfile.mkdtemp(prefix="kernelbot-warm-")
+        self.socket, self.server = start_warm_runner(Path(self.directory))
+
+    @modal.method()
+    def run(self, payload: dict, launch_key: str) -> dict:
+        alive = self.server.poll() is None
+        return execute(payload, launch_key, str(self.socket) if alive else None)
+
+    @modal.exit()
+    def stop_warm_runner(self) -> None:
+        self.server.terminate()
+        self.server.wait(60)
+
+
+# Modal needs each class and function at module level; one per GPU type of the catalogue (harness.md §10).
+@app.cls(gpu="T4", image=image, timeout=FUNCTION_TIMEOUT_S)
+class RunT4(WarmRunner):
+    pass
+
+
+@app.cls(gpu="L4", image=image, timeout=FUNCTION_TIMEOUT_S)
+class RunL4(WarmRunner):
+    pass
+
+
+@app.cls(gpu="A100-80GB", image=image, timeout=FUNCTION_TIMEOUT_S)
+class RunA100(WarmRunner):
+    pass
+
+
+@app.cls(gpu="H100!", image=image, timeout=FUNCTION_TIMEOUT_S)
+class RunH100(WarmRunner):
+    pass
+
+
+@app.cls(gpu="B200", image=image, timeout=FUNCTION_TIMEOUT_S)
+class RunB200(WarmRunner):
+    pass
+
+
+@app.cls(gpu="L4:4", image=image, timeout=FUNCTION_TIMEOUT_S)
+class RunL4x4(WarmRunner):
+    pass
+
+
+
 @app.function(gpu="T4", image=image, timeout=FUNCTION_TIMEOUT_S)
 def run_t4(payload: dict, launch_key: str) -> dict:
     return execute(payload, launch_key)

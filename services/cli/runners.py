@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -56,6 +57,25 @@ def runners(database_url: DatabaseUrl = None,
                        f"since {job.launched_at:%Y-%m-%d %H:%M:%S}  watched by {job.lease_owner or '-'}")
 
 
+def start_up(timing: dict) -> str:
+    """`<stage start-up> s (warm|cold)`: from the stage's process start to the harness's first result line, which
+    covers the interpreter, imports (torch), the CUDA context and the worker's start."""
+    try:
+        seconds = (datetime.fromisoformat(timing["harness_started"])
+                   - datetime.fromisoformat(timing["process_started"])).total_seconds()
+    except (KeyError, ValueError):
+        return "start-up unknown"
+    return f"start-up {seconds:.3f} s ({timing.get('start', '?')})"
+
+
+def _stage_report(database: str, submission_id: int) -> str:
+    try:
+        rows = asyncio.run(_read(database, lambda conn: repository.stage_timings(conn, submission_id)))
+    except (OSError, asyncpg.PostgresError) as exc:
+        return f"stage start-up unknown ({exc})"
+    return "; ".join(f"{stage} {start_up(timing)}" for _, stage, timing in rows) or "no stage reported"
+
+
 def _verdict(view: dict) -> tuple[bool, str]:
     job = view.get("job") or {}
     status = job.get("status", "?")
@@ -74,7 +94,8 @@ def verify_runs(
     database_url: DatabaseUrl = None,
     timeout_s: Annotated[float, typer.Option(help="Give up on a GPU after this long")] = 1800,
 ) -> None:
-    """Submit a known problem to every configured backend and report each one's result."""
+    """Submit a known problem to every configured backend and report each one's result and the start-up time of
+    each stage (process start to the harness's first result line; warm: forked from a warm runner)."""
     url = url or client.default_url()
     ident = client.cli_id(cli_id)
     file = file or PROBLEMS_ROOT / "examples" / KNOWN_PROBLEM / "submission.py"
@@ -99,7 +120,8 @@ def verify_runs(
             view = client.follow(url, ident, accepted["details"]["id"], lambda _view: None, limit_s=timeout_s)
         except client.ApiError as exc:
             return name, False, f"error: {exc}"
-        return name, *_verdict(view)
+        ok, detail = _verdict(view)
+        return name, ok, f"{detail}; {_stage_report(database, accepted['details']['id'])}"
 
     with ThreadPoolExecutor(max(1, len(chosen))) as pool:  # every backend at once, like a real verification
         results = list(pool.map(check, chosen))

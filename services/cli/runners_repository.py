@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -23,6 +24,13 @@ SELECT run_id, gpu, backend, job_ref, attempts, launched_at, lease_owner FROM di
 WHERE status = 'launched' ORDER BY gpu, launched_at
 """
 BOARD_GPUS = "SELECT gpus FROM leaderboards WHERE lower(name) = lower($1)"
+# Each run's stage stamps as the runner reported them (EvalResult.timing): where its start-up time goes.
+STAGE_TIMINGS = """
+SELECT payload->>'run_id' AS run_id, key AS stage, value->'timing' AS timing
+FROM event_archive, jsonb_each(payload->'result'->'runs')
+WHERE event_type = 'RunCompleted' AND correlation_id = $1
+ORDER BY stream_seq
+"""
 
 
 @dataclass(frozen=True)
@@ -58,3 +66,9 @@ async def running_jobs(conn: asyncpg.Connection) -> list[RunningJob]:
 async def board_gpus(conn: asyncpg.Connection, leaderboard: str) -> list[str] | None:
     gpus = await conn.fetchval(BOARD_GPUS, leaderboard)
     return None if gpus is None else list(gpus)
+
+
+async def stage_timings(conn: asyncpg.Connection, submission_id: int) -> list[tuple[str, str, dict]]:
+    """(run id, stage, timing) of every stage the submission's runs reported."""
+    rows = await conn.fetch(STAGE_TIMINGS, str(submission_id))
+    return [(row["run_id"], row["stage"], json.loads(row["timing"]) if row["timing"] else {}) for row in rows]

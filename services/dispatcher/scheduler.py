@@ -29,6 +29,8 @@ log = logging.getLogger("kernelbot.dispatcher")
 IDLE_WAKE_S = 1.0
 MAX_BACKOFF_S = 60.0
 UNREACHABLE_LAUNCH_TRIES = 3
+# How long one wait for a job's end lasts before the budget is checked again.
+WAIT_FOR_END_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -90,6 +92,10 @@ class Scheduler:
             task.cancel()
         await asyncio.gather(*self._tasks, *self.active.values(), return_exceptions=True)
         await self._listener.stop()
+        for backend in {id(lane.backend): lane.backend for lane in self.lanes.values()}.values():
+            close = getattr(backend, "close", None)
+            if close is not None:
+                await close()
 
     async def _loop(self) -> None:
         while True:
@@ -201,7 +207,16 @@ class Scheduler:
                     log.warning("cancelling %s job %s failed: %s", backend.name, job_ref, exc)
                 return JobLost("timeout", f"the job ran past its budget of {budget_s} s and was cancelled on "
                                           f"{backend.name} (job {job_ref}){unreachable}")
+            await self._until_next_poll(backend, job_ref)
+
+    @staticmethod
+    async def _until_next_poll(backend: Backend, job_ref: str) -> None:
+        """A backend that can tell when a job ends (`wait`) is asked again the moment it does."""
+        wait = getattr(backend, "wait", None)
+        if wait is None:
             await asyncio.sleep(backend.poll_interval_s)
+        else:
+            await wait(job_ref, WAIT_FOR_END_S)
 
     async def _record_launch(self, run: ClaimedRun, backend: str, job_ref: str) -> datetime | None:
         launched: list[datetime | None] = [None]

@@ -11,6 +11,7 @@ from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionRecei
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
 from services.gateway import errors, openapi
+from services.gateway.long_poll import PollMemory
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import (
     admin,
@@ -50,6 +51,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         schedule = ExportSchedule(app.state.pool, settings) if settings.hf_export_every_h > 0 else None
         if schedule is not None:
             schedule.start()
+        app.state.poll_memory = PollMemory()
         try:
             yield
         finally:

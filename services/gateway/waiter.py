@@ -1,4 +1,5 @@
-"""Waits for the ledger to project a change of a submission (recorded, deleted), so a client reads its own write."""
+"""Waits for the ledger to project a change of a submission (recorded, finished, deleted): so a client reads its
+own write, and so a held poll is answered the moment its submission is done."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ CHANNEL = "kb_submission"
 class ProjectionWaiter:
     def __init__(self) -> None:
         self._waiting: dict[int, asyncio.Future] = {}
+        self._watching: dict[int, set[asyncio.Future]] = {}
         self._listener: Listener | None = None
 
     async def start(self, database_url: str) -> None:
@@ -23,16 +25,39 @@ class ProjectionWaiter:
         await self._listener.start()
 
     def _notified(self, payload: str) -> None:
-        future = self._waiting.pop(int(payload), None)
-        if future is not None and not future.done():
-            future.set_result(None)
+        submission_id = int(payload)
+        future = self._waiting.pop(submission_id, None)
+        for waiter in [future, *self._watching.pop(submission_id, ())]:
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
 
     def _release_all(self) -> None:
         # notifications were lost with the connection: answer the waiting clients rather than make them time out
-        for future in self._waiting.values():
+        for future in [*self._waiting.values(), *(w for group in self._watching.values() for w in group)]:
             if not future.done():
                 future.set_result(None)
         self._waiting.clear()
+        self._watching.clear()
+
+    def changed(self, submission_id: int) -> asyncio.Future:
+        """A future resolved on the submission's next projected change; any number may watch one submission.
+        Cancelling it (when its holder gives up) forgets it."""
+        future = asyncio.get_running_loop().create_future()
+        watchers = self._watching.setdefault(submission_id, set())
+        watchers.add(future)
+
+        def forget(done: asyncio.Future) -> None:
+            group = self._watching.get(submission_id)
+            if group is not None:
+                group.discard(done)
+                if not group:
+                    self._watching.pop(submission_id, None)
+
+        future.add_done_callback(forget)
+        return future
+
+    def holding(self) -> int:
+        return sum(len(group) for group in self._watching.values())
 
     def expect(self, submission_id: int) -> asyncio.Future:
         future = asyncio.get_running_loop().create_future()
@@ -59,5 +84,6 @@ class ProjectionWaiter:
         return await self.wait(submission_id, projected, timeout_s)
 
     async def stop(self) -> None:
+        self._release_all()  # held polls are answered with what there is, not cut off
         if self._listener is not None:
             await self._listener.stop()

@@ -61,6 +61,10 @@ class GatewaySettings(HfExportSettings):
     admin_token: SecretStr | None = None
     # How long a submit waits for the read model to show the new submission before answering 202 anyway.
     projection_wait_s: float = 5.0
+    # How long a poll of popcorn-cli's submit loop is held until its submission is done (docs/polling.md); 0: never.
+    long_poll_s: float = 20.0
+    # At most this many polls are held at once; beyond, polls are answered at once.
+    long_poll_max_held: int = 1000
     # Problem sync (http-api.md §3.29, §3.22): where a repository's branch archive is downloaded from, and the
     # directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled problems).
     problems_archive_url: str = "https://codeload.github.com/{repository}/tar.gz/refs/heads/{branch}"
@@ -84,6 +88,8 @@ class DispatcherSettings(ServiceSettings):
     # Catalogue names served by the in-process null backend (benchmarks of the platform itself).
     null_gpus: list[str] = []
     runs_dir: str = ""
+    # Local runs fork their harness processes from a warm runner holding torch imported (runner/warm.py).
+    warm_runner: bool = True
     launch_allowance_s: int = 60
     max_attempts: int = 3
     worker_id: str = ""

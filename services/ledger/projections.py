@@ -161,6 +161,7 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case SubmissionFinished():
             plan.add("job_set", event.submission_id, event.status, event.error)
             plan.add("submission_status", event.submission_id, event.status, True)
+            plan.add("notify_submission", str(event.submission_id))  # a held poll is answered now
         case SubmissionDeleted():
             plan.add("submission_delete", event.submission_id)
             plan.add("notify_submission", str(event.submission_id))  # the deleting gateway answers once it shows

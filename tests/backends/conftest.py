@@ -34,7 +34,7 @@ def _entry(backend: str, behaviour: str) -> dict:
     if backend == "buildkite":
         entry["queues"] = [f"nvidia-{PREFIXES[backend]}{behaviour}-0", f"nvidia-{PREFIXES[backend]}{behaviour}-1"]
     else:
-        entry["target"] = {"modal": "run_fake", "github": "nvidia_workflow.yml", "slurm": "gpu"}[backend]
+        entry["target"] = {"modal": "RunFake.run", "github": "nvidia_workflow.yml", "slurm": "gpu"}[backend]
     if backend == "github" and behaviour == "run":  # a workflow serving several runner kinds, as for AMD
         entry.update(target="amd_workflow.yml", queues=["amdgpu-mi300-x86-64"], arch=None)
     if behaviour == "hang":

@@ -56,3 +56,29 @@ def test_a_second_spawn_of_a_launch_key_points_at_the_first_call_instead_of_runn
     assert modal_app.execute(payload, "9.T4.test.1") == {"duplicate_of": "fc-first"}
     current[0] = "fc-first"  # Modal retrying the first call's input keeps its claim
     assert modal_app._claim("9.T4.test.1") is None
+
+
+def test_each_gpu_type_has_a_class_whose_containers_keep_a_warm_runner(modal_app, monkeypatch):
+    """`Run<GPU>.run` forks every run's processes from the warm runner its container started on entry."""
+    from modal._partial_function import _find_callables_for_obj, _PartialFunctionFlags
+
+    for name in ("RunT4", "RunL4", "RunA100", "RunH100", "RunB200", "RunL4x4"):
+        assert isinstance(getattr(modal_app, name), modal_app.modal.Cls)
+    monkeypatch.setattr(modal_app.modal, "current_function_call_id", lambda: "fc-warm")
+    container = modal_app.WarmRunner()
+    hooks = {flag: _find_callables_for_obj(container, flag) for flag in
+             (_PartialFunctionFlags.ENTER_POST_SNAPSHOT, _PartialFunctionFlags.CALLABLE_INTERFACE,
+              _PartialFunctionFlags.EXIT)}
+    for hook in hooks[_PartialFunctionFlags.ENTER_POST_SNAPSHOT].values():
+        hook()  # what Modal does when it starts the container
+    try:
+        server = container.server
+        assert server.poll() is None
+        run = hooks[_PartialFunctionFlags.CALLABLE_INTERFACE]["run"]
+        result = run(identity_payload("9.T4.warm").model_dump(mode="json"), "9.T4.warm.1")
+        assert result["success"] and result["runs"]["test"]["run"]["passed"], result
+        assert result["runs"]["test"]["timing"]["start"] == "warm"
+    finally:
+        for hook in hooks[_PartialFunctionFlags.EXIT].values():
+            hook()
+    assert server.poll() is not None

@@ -9,6 +9,7 @@ test then waits for its own. The dispatcher restart and the replica takeover com
 from __future__ import annotations
 
 import random
+import re
 import string
 import subprocess
 import sys
@@ -192,6 +193,16 @@ def test_verify_runs_reports_each_backend_s_result(world):
     for backend in BACKENDS:
         assert lines[gpu(backend, "canned")].startswith("OK") and backend in lines[gpu(backend, "canned")]
     assert lines[gpu("github", "lost")].startswith("FAIL"), done.stdout
+
+
+def test_verify_runs_reports_the_start_up_time_of_each_stage_it_sees(world):
+    """A backend that really runs the runner image (the fakes' `run` behaviour): its stages fork from a warm
+    runner, and verify-runs shows how long each took to start."""
+    name = gpu("modal", "run")
+    done = _cli(world, "verify-runs", "--leaderboard", BOARD, f"--gpu={name}")
+    assert done.exit_code == 0, done.output
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("OK")]
+    assert re.search(r"test start-up \d+\.\d{3} s \(warm\)", line), line
 
 
 def _launched_everywhere(world, run_ids: list[str]) -> bool:

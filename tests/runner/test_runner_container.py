@@ -168,3 +168,17 @@ def test_run_local_refuses_an_unknown_mode_and_a_directory_without_task_yml(tmp_
     done = subprocess.run([str(kernelbot), "run-local", str(code), "--problem", str(tmp_path)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and "task.yml" in done.stderr
+
+
+def test_container_forks_every_stage_from_one_warm_runner_of_its_own_unless_told_cold(tiny_payload, tmp_path):
+    payload = tiny_payload(HARNESS, mode="leaderboard", benchmarks=[{"size": 1, "seed": 1}])
+    starts = {}
+    for flag in ([], ["--cold"]):
+        payload_file = tmp_path / "payload.json"
+        payload_file.write_text(payload.model_dump_json())
+        done = container([*flag, "--payload-file", str(payload_file), "--result", "out.json"], {}, tmp_path)
+        assert done.returncode == 0, done.stderr
+        result = FullResult.model_validate_json((tmp_path / "out.json").read_text())
+        assert len(result.runs) >= 2  # the tiny harness passes `test`; whatever ran after it counts too
+        starts[" ".join(flag)] = {stage.timing["start"] for stage in result.runs.values()}
+    assert starts == {"": {"warm"}, "--cold": {"cold"}}

@@ -1,6 +1,7 @@
 """The Modal backend, through the official `modal` client: spawn the deployed function of a GPU type.
 
-deploy/modal/app.py deploys one function per GPU type (`run_t4`, `run_h100`, ...). A launch spawns it with the
+deploy/modal/app.py deploys one class per GPU type (`RunT4.run`, `RunH100.run`, ...: containers keeping a warm
+runner) and, for older catalogues, one function (`run_t4`, ...). A launch spawns it with the
 payload and the launch key and keeps the call id (the job reference), from which any process can poll, collect
 or cancel the call. Modal cannot list calls by a key, so idempotence lives in the deployed function: it claims its
 launch key in a modal.Dict and, when the key was claimed by an earlier call, returns `{"duplicate_of": <call id>}`
@@ -31,13 +32,13 @@ TRANSIENT = (modal_errors.ConnectionError, modal_errors.InternalError, modal_err
              modal_errors.ResourceExhaustedError, OSError)
 
 
-def modal_lookups(spec: str) -> tuple[Callable[..., Any], Callable[[str], Any]]:
-    """modal's own lookups, or those of the object named by `spec` ("module:attr") when set."""
+def modal_lookups(spec: str) -> tuple[Callable[..., Any], Callable[[str], Any], Callable[..., Any]]:
+    """modal's own lookups (function, call, class), or those of the object named by `spec` ("module:attr")."""
     if not spec:
-        return modal.Function.from_name, modal.FunctionCall.from_id
+        return modal.Function.from_name, modal.FunctionCall.from_id, modal.Cls.from_name
     module, _, attr = spec.partition(":")
     stand_in = getattr(importlib.import_module(module), attr)
-    return stand_in.from_name, stand_in.from_id
+    return stand_in.from_name, stand_in.from_id, stand_in.cls_from_name
 
 
 class ModalBackend:
@@ -45,16 +46,26 @@ class ModalBackend:
 
     def __init__(self, app: str, function: str, poll_interval_s: float, *, environment: str | None = None,
                  from_name: Callable[..., Any] = modal.Function.from_name,
-                 from_id: Callable[[str], Any] = modal.FunctionCall.from_id) -> None:
+                 from_id: Callable[[str], Any] = modal.FunctionCall.from_id,
+                 cls_from_name: Callable[..., Any] = modal.Cls.from_name) -> None:
         self.app = app
         self.function = function
         self.environment = environment
         self.poll_interval_s = poll_interval_s
         self._from_name = from_name
         self._from_id = from_id
+        self._cls_from_name = cls_from_name
+
+    def _target(self):
+        """The deployed function, or for `Class.method` the method of the class (whose containers keep a warm
+        runner, deploy/modal/app.py)."""
+        if "." in self.function:
+            cls_name, _, method = self.function.partition(".")
+            return getattr(self._cls_from_name(self.app, cls_name, environment_name=self.environment)(), method)
+        return self._from_name(self.app, self.function, environment_name=self.environment)
 
     async def launch(self, payload: RunPayload, launch_key: str) -> str:
-        function = self._from_name(self.app, self.function, environment_name=self.environment)
+        function = self._target()
         try:
             call = await function.spawn.aio(payload.model_dump(mode="json"), launch_key)
         except modal_errors.NotFoundError as exc:

@@ -23,16 +23,17 @@ def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings
     poll = settings.poll_interval_s
     if entry.backend == "local":
         if "local" not in shared:
-            shared["local"] = LocalBackend(Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs"))
+            shared["local"] = LocalBackend(Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs"),
+                                           warm=settings.warm_runner)
         return shared["local"]
     if entry.backend == "null":
         return shared.setdefault("null", NullBackend())
     if entry.backend == "modal":
         from services.dispatcher.backends.modal import ModalBackend, modal_lookups
 
-        from_name, from_id = modal_lookups(settings.modal_client)
+        from_name, from_id, cls_from_name = modal_lookups(settings.modal_client)
         return ModalBackend(config.modal.app, entry.target, poll, environment=config.modal.environment,
-                            from_name=from_name, from_id=from_id)
+                            from_name=from_name, from_id=from_id, cls_from_name=cls_from_name)
     if entry.backend == "github":
         from services.dispatcher.backends.github import GithubBackend
 

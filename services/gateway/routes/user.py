@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Request
 
 from schemas.events import SubmissionDeleted
 from schemas.policy_events import InviteClaimed
-from services.gateway import admin_repository, repository, views
+from services.gateway import admin_repository, long_poll, repository, views
 from services.gateway.changes import bad_request, field, publish_and_settle
 from services.gateway.deps import Broker, CliUser, CurrentUser, Pool, Settings
 
@@ -42,12 +43,29 @@ async def _owned(pool, submission_id: int, user_id: str, verb: str):
     return row
 
 
-@router.get("/submissions/{submission_id}")
-async def show_submission(submission_id: int, user: CurrentUser, pool: Pool) -> dict:
-    row = await _owned(pool, submission_id, user.user_id, "view")
+async def _view(pool, submission_id: int, user_id: str) -> dict:
+    row = await _owned(pool, submission_id, user_id, "view")
     runs = await repository.submission_runs(pool, submission_id)
     gpu = row["gpus"][0] if row["gpus"] else ""
     return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
+
+
+@router.get("/submissions/{submission_id}", description=long_poll.__doc__)
+async def show_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool,
+                          settings: Settings) -> dict:
+    """One submission with its runs. A poll of popcorn-cli's submit loop is held until the submission is done
+    (at most `long_poll_s`); any other read is answered at once (docs/polling.md)."""
+    view = await _view(pool, submission_id, user.user_id)
+    state = request.app.state
+    now = datetime.now(UTC)
+    previous = state.poll_memory.previous(user.user_id, submission_id)
+    submitted_at = datetime.fromisoformat(view["submission_time"]) if view.get("submission_time") else None
+    if (not view["done"] and settings.long_poll_s > 0 and state.waiter.holding() < settings.long_poll_max_held
+            and long_poll.is_poll_loop(now, submitted_at, previous)):
+        view = await long_poll.hold_until_done(lambda: _view(pool, submission_id, user.user_id),
+                                               lambda: state.waiter.changed(submission_id), settings.long_poll_s)
+    state.poll_memory.answered(user.user_id, submission_id, datetime.now(UTC), view["done"])
+    return view
 
 
 @router.delete("/submissions/{submission_id}")

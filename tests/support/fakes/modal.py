@@ -28,7 +28,7 @@ URL_ENV = "KB_FAKE_MODAL_URL"
 class FakeModal(FakeServer):
     """Modal's side: the deployed functions of one app and their calls."""
 
-    def __init__(self, app: str = "kernelbot-runners", functions: tuple[str, ...] = ("run_fake",)) -> None:
+    def __init__(self, app: str = "kernelbot-runners", functions: tuple[str, ...] = ("run_fake", "RunFake.run")) -> None:
         super().__init__()
         self.app = app
         self.functions = set(functions)
@@ -137,6 +137,15 @@ class _StandIn:
     @staticmethod
     def from_id(function_call_id: str) -> FakeFunctionCall:
         return FakeFunctionCall(function_call_id)
+
+    @staticmethod
+    def cls_from_name(app_name: str, name: str, *, environment_name: str | None = None):
+        """modal.Cls.from_name: instances whose methods spawn as `Class.method` in the fake's app."""
+        class FakeInstance:
+            def __getattr__(self, method: str) -> FakeFunction:
+                return FakeFunction(app_name, f"{name}.{method}")
+
+        return FakeInstance
 
 
 stand_in = _StandIn()

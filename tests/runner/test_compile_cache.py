@@ -1,0 +1,43 @@
+"""A CUDA submission is compiled once per host for all its runs (runner/compile_cache.py): its secret run executes
+the binary its public run compiled; other code, or other flags, compile anew. nvcc compiles here without a GPU
+(the stages themselves then end at the harness's first CUDA call)."""
+
+from __future__ import annotations
+
+import pytest
+
+from problems import PROBLEMS_ROOT
+from runner import execute as execute_module
+from runner.compile_cache import CompileCache
+from runner.cuda import find_nvcc
+from runner.payload import build_payload
+from runner.sandbox import SandboxPolicy, isolation_available
+from runner.taskfile import load_problem
+
+PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
+pytestmark = [pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed"),
+              pytest.mark.skipif(not isolation_available(), reason="the cache is used only with the per-run uid")]
+
+
+def test_the_secret_run_executes_the_binary_the_public_run_compiled(monkeypatch, tmp_path):
+    monkeypatch.setattr(execute_module, "CompileCache", lambda: CompileCache(tmp_path / "cache"))
+    compiles = []
+    real = execute_module.compile_cuda
+    monkeypatch.setattr(execute_module, "compile_cuda", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    task = load_problem(PROBLEM).task
+    code = (PROBLEM / "submission.cu").read_text()
+
+    def run(source: str, mode: str, seed: int | None):
+        payload = build_payload(task, source, run_id=f"cache-{mode}", gpu="cpu", mode=mode, secret=seed is not None,
+                                seed=seed, arch="80")
+        result = execute_module.execute(payload, sandbox=SandboxPolicy())
+        assert result.success, result.error
+        return next(iter(result.runs.values()))
+
+    public = run(code, "leaderboard", None)
+    assert public.compilation.success and len(compiles) == 1, public.compilation.stderr
+    secret = run(code, "private", 905057207)
+    assert secret.compilation == public.compilation and len(compiles) == 1  # the same binary, not compiled again
+    assert secret.run is not None and "eval.out" in secret.run.command  # and it was run
+    other = run(code + "\n// another submission\n", "leaderboard", None)
+    assert other.compilation.success and len(compiles) == 2
