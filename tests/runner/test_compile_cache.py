@@ -38,6 +38,9 @@ def test_the_secret_run_executes_the_binary_the_public_run_compiled(monkeypatch,
     assert public.compilation.success and len(compiles) == 1, public.compilation.stderr
     secret = run(code, "private", 905057207)
     assert secret.compilation == public.compilation and len(compiles) == 1  # the same binary, not compiled again
-    assert secret.run is not None and "eval.out" in secret.run.command  # and it was run
+    # and it was run: the bundled CUDA harness is supervised, so the supervisor starts the cached worker binary
+    assert secret.run is not None and "supervisor.out" in secret.run.command
+    (entry,) = (tmp_path / "cache").iterdir()
+    assert {"eval.out", "supervisor.out"} <= {path.name for path in entry.iterdir()}  # both binaries, or neither
     other = run(code + "\n// another submission\n", "leaderboard", None)
     assert other.compilation.success and len(compiles) == 2
