@@ -51,22 +51,27 @@ FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id
 WHERE s.user_id = $1 AND NOT s.deleted AND ($2::integer IS NULL OR s.leaderboard_id = $2)
 ORDER BY s.submitted_at DESC, s.id DESC LIMIT $3 OFFSET $4
 """
-# scores holds exactly the eligible public runs (http-api.md §3.7), one per (submission, GPU)
-ELIGIBLE = """
-FROM scores sc JOIN submissions s ON s.id = sc.submission_id
-WHERE sc.leaderboard_id = $1 AND sc.gpu = $2 AND s.status <> 'hacked' AND NOT s.deleted
+# Rankings read the standings (migration 0030): one row per user holding the best eligible score, kept by the ledger
+# (services/ranking/rules.py says what is eligible and best). A page costs O(limit + offset), whatever the history.
+# Ranks are standard competition ranks, 1 + the number of better scores: inside the page they follow from RANK();
+# the rows tied with the page's first row may have equals before the page, so theirs is counted.
+STANDINGS_PAGE = """
+SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name FROM standings
+WHERE leaderboard_id = $1 AND gpu = $2 ORDER BY score, submitted_at, submission_id LIMIT $3 OFFSET $4
 """
 RANKING = f"""
-WITH best AS (
-    SELECT DISTINCT ON (sc.user_id) sc.submission_id, sc.user_id, sc.score, sc.submitted_at, s.file_name, s.user_name
-    {ELIGIBLE}
-    ORDER BY sc.user_id, sc.score, sc.submitted_at, sc.submission_id
-)
-SELECT *, RANK() OVER (ORDER BY score) AS rank FROM best
-ORDER BY score, submitted_at, submission_id LIMIT $3 OFFSET $4
+WITH page AS ({STANDINGS_PAGE}), ranked AS (SELECT *, RANK() OVER (ORDER BY score) AS page_rank FROM page)
+SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name,
+       CASE WHEN page_rank = 1
+            THEN 1 + (SELECT count(*) FROM standings b WHERE b.leaderboard_id = $1 AND b.gpu = $2
+                      AND b.score < (SELECT min(score) FROM page))
+            ELSE $4 + page_rank END AS rank
+FROM ranked ORDER BY score, submitted_at, submission_id
 """
-SUBMISSION_COUNT = f"""
-SELECT count(DISTINCT sc.user_id) AS users, count(*) FILTER (WHERE sc.user_id = $3) AS user_runs {ELIGIBLE}
+SUBMISSION_COUNT = """
+SELECT COALESCE((SELECT entries FROM standing_versions WHERE leaderboard_id = $1 AND gpu = $2), 0) AS users,
+       COALESCE((SELECT eligible_runs FROM standings WHERE leaderboard_id = $1 AND gpu = $2 AND user_id = $3), 0)
+           AS user_runs
 """
 # Queues are read from the unfinished planned runs (one row per payload on a GPU), in one pass over a partial index:
 # never the backlog of jobs joined with submissions. A submission has exactly one public run per GPU, so counting

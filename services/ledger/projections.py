@@ -62,9 +62,15 @@ BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
 @dataclass
 class Plan:
     rows: dict[str, list[tuple]] = field(default_factory=dict)
+    # standings to recompute once the plan's statements ran: (seq, board, gpu, user) and (seq, submission id)
+    touched_users: list[tuple[int, str, str, str]] = field(default_factory=list)
+    touched_submissions: list[tuple[int, int]] = field(default_factory=list)
 
     def add(self, statement: str, *row: object) -> None:
         self.rows.setdefault(statement, []).append(row)
+
+    def touches_standings(self) -> bool:
+        return bool(self.touched_users or self.touched_submissions)
 
     def steps(self) -> list[tuple[str, list[tuple]]]:
         return [(name, self.rows[name]) for name in STATEMENT_ORDER if name in self.rows]
@@ -138,8 +144,11 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case SubmissionFinished():
             plan.add("job_set", event.submission_id, event.status, event.error)
             plan.add("submission_status", event.submission_id, event.status, True)
+            if event.status == "hacked":  # hacked submissions never rank
+                plan.touched_submissions.append((seq, event.submission_id))
         case SubmissionDeleted():
             plan.add("submission_delete", event.submission_id)
+            plan.touched_submissions.append((seq, event.submission_id))
             plan.add("notify_submission", str(event.submission_id))  # the deleting gateway answers once it shows
         case RunRequested():
             plan.add("run_request_insert", event.run_id, event.submission_id, event.gpu, event.mode, event.secret,
@@ -171,9 +180,11 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
             plan.add("run_score", event.run_id, event.score)
             if event.secret_score is not None:  # the secret leaderboard stage shows its score too (http-api.md §3.12)
                 plan.add("secret_run_score", event.submission_id, event.gpu, event.secret_score)
+            plan.touched_users.append((seq, event.leaderboard, event.gpu, event.user_id))
         case ScoreRevised():
             plan.add("score_revise", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
                      event.secret_score, event.run_id, event.submitted_at)
+            plan.touched_users.append((seq, event.leaderboard, event.gpu, event.user_id))
         case LeaderboardRankChanged():
             plan.add("rank_change", seq, event.leaderboard, event.gpu,
                      [e.model_dump(mode="json") for e in event.top], event.occurred_at)
@@ -185,7 +196,7 @@ def plan_batch(events: list[tuple[int, Event]]) -> list[Plan]:
     current = Plan()
     for seq, event in events:
         if isinstance(event, BOARD_EVENTS):
-            if current.rows:
+            if current.rows or current.touches_standings():
                 plans.append(current)
             alone = Plan()
             _plan_event(alone, seq, event)
@@ -193,7 +204,7 @@ def plan_batch(events: list[tuple[int, Event]]) -> list[Plan]:
             current = Plan()
             continue
         _plan_event(current, seq, event)
-    if current.rows:
+    if current.rows or current.touches_standings():
         plans.append(current)
     return plans
 

@@ -19,7 +19,8 @@ from services.ledger.handlers import PROJECT_ALL
 from services.operate import stream as log
 from services.scorer import handlers as scorer_handlers
 
-BATCH = 500
+# Events per transaction step of a rebuild: the set-based statements apply a batch's rows in one go.
+BATCH = 5000
 PROJECTIONS = ("ledger", "scorer")
 NOT_REPLAYABLE = {
     "dispatcher": "the dispatcher's run queue is work in progress, not a projection: rebuilding it would launch "
@@ -29,7 +30,7 @@ SCORER_TABLES = ("scorer_submissions", "scorer_runs", "scorer_best", "scorer_rer
 TRACKED = "SELECT stream_seq FROM tracking WHERE consumer = $1"
 ARCHIVE_BOUND = "SELECT COALESCE(max(stream_seq), 0) FROM event_archive"
 ARCHIVE_PAGE = """
-SELECT stream_seq, subject, payload FROM event_archive WHERE stream_seq > $1 AND stream_seq <= $2
+SELECT stream_seq, subject, payload::text AS payload FROM event_archive WHERE stream_seq > $1 AND stream_seq <= $2
   AND ($3::text[] IS NULL OR subject = ANY($3::text[]))
 ORDER BY stream_seq LIMIT $4
 """
@@ -44,7 +45,7 @@ def ledger_tables() -> list[str]:
     """Every table the ledger's statements write, read from the statements themselves, so a new projection is
     rebuilt without this list being told about it."""
     found = []
-    for sql in ledger_repository.STATEMENTS.values():
+    for sql in ledger_repository.ALL_SQL:
         for table in re.findall(r"\b(?:INSERT INTO|(?<!DO )UPDATE|DELETE FROM)\s+([a-z_]+)", sql, flags=re.IGNORECASE):
             if table not in found and table != "event_archive":
                 found.append(table)
@@ -58,7 +59,7 @@ async def _events_from_archive(conn: asyncpg.Connection, bound: int, subjects: l
         rows = await conn.fetch(ARCHIVE_PAGE, after, bound, subjects, BATCH)
         if not rows:
             return
-        yield [(r["stream_seq"], BY_SUBJECT[r["subject"]].model_validate(r["payload"])) for r in rows]
+        yield [(r["stream_seq"], BY_SUBJECT[r["subject"]].model_validate_json(r["payload"])) for r in rows]
         after = rows[-1]["stream_seq"]
 
 
@@ -102,7 +103,8 @@ async def rebuild_ledger(conn: asyncpg.Connection, source: str, nats_url: str, p
         async for batch in _source(source, conn, nats_url, bound, None):
             batch = [(seq, event) for seq, event in batch if seq in applied]
             if batch:
-                await ledger_repository.project_batch(conn, batch)
+                # from the archive, the archive stays as it is; nobody waits on a replayed submission
+                await ledger_repository.project_batch(conn, batch, archive=source != "archive", notify=False)
             count += len(batch)
             progress(len(batch))
         return count
