@@ -14,6 +14,7 @@ from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
 from services.gateway.routes import auth, pages
 from services.gateway.routes import admin_problems
+from services.gateway.standings_cache import StandingsCache
 from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
@@ -36,9 +37,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await declare_streams(broker)
         app.state.waiter = ProjectionWaiter()
         await app.state.waiter.start(settings.database_url)
+        app.state.standings_cache = StandingsCache()
+        await app.state.standings_cache.start(settings.database_url)
         try:
             yield
         finally:
+            await app.state.standings_cache.stop()
             await app.state.waiter.stop()
             await broker.stop()
             await app.state.pool.close()
