@@ -20,6 +20,7 @@ from typing import Any
 from fastapi import Request, Response
 
 from services.kit.listener import Listener
+from services.kit.metrics import STANDINGS_CACHE
 
 log = logging.getLogger("kernelbot.gateway.cache")
 
@@ -41,8 +42,6 @@ class StandingsCache:
     def __init__(self) -> None:
         self._boards: OrderedDict[tuple[int, str], tuple[int, OrderedDict[Hashable, Entry]]] = OrderedDict()
         self._listener: Listener | None = None
-        self.hits = 0
-        self.misses = 0
 
     async def start(self, database_url: str) -> None:
         self._listener = Listener(database_url, CHANNEL, self._notified, self.clear)
@@ -72,9 +71,9 @@ class StandingsCache:
         held = self._boards.get((board_id, gpu))
         entry = held[1].get(variant) if held is not None and held[0] == version else None
         if entry is None:
-            self.misses += 1
+            STANDINGS_CACHE.labels("miss").inc()
             return None
-        self.hits += 1
+        STANDINGS_CACHE.labels("hit").inc()
         self._boards.move_to_end((board_id, gpu))
         return entry
 
