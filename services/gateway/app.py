@@ -10,6 +10,7 @@ from schemas.auth_events import OAuthUserRegistered
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
 from schemas.policy_events import POLICY_EVENTS
 from services.gateway import errors, openapi
+from services.gateway.hot_reads import HotRankings
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import admin, health, leaderboards, stream, submissions, user
 from services.gateway.routes import auth, pages
@@ -32,7 +33,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         apply_migrations(settings.database_url)
-        app.state.pool = await create_pool(settings.database_url, settings.pool_size)
+        # no session state is ever set on a pooled connection (the LISTENs have their own): no reset per release
+        app.state.pool = await create_pool(settings.database_url, settings.pool_size, reset_sessions=False)
         await broker.start()
         await declare_streams(broker)
         app.state.waiter = ProjectionWaiter()
@@ -58,6 +60,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.include_router(module.router)
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
+    app.add_middleware(HotRankings)  # innermost: sees the cleaned URL, and only ever answers a cached ranking
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
     metrics.install_http(app)  # /metrics, /ready and request latency by route, outermost

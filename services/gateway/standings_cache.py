@@ -27,6 +27,8 @@ log = logging.getLogger("kernelbot.gateway.cache")
 CHANNEL = "kb_standings"
 MAX_BOARDS = 512  # (board, GPU) pairs kept
 MAX_VARIANTS = 32  # responses per pair (limits, offsets, users asking for their count, the web page)
+CACHE_CONTROL_PUBLIC = "no-cache"  # anyone may keep it, and must ask again (If-None-Match) before using it
+CACHE_CONTROL_CLOSED = "private, no-cache"
 # Bump when a cached response's shape changes, so an old ETag never matches a new body.
 FORMAT = "1"
 
@@ -114,7 +116,7 @@ async def json_response(request: Request, cache: StandingsCache, board, gpu: str
     Call only once the caller may see the board: nothing here decides access.
     """
     version = board["standing_version"]
-    headers = {"Cache-Control": "no-cache" if board["visibility"] == "public" else "private, no-cache"}
+    headers = {"Cache-Control": CACHE_CONTROL_PUBLIC if board["visibility"] == "public" else CACHE_CONTROL_CLOSED}
     tag = etag(board["id"], gpu, version, variant)
     if _matches(request, tag):
         return Response(status_code=304, headers={**headers, "ETag": tag})

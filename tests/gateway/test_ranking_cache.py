@@ -83,3 +83,23 @@ def test_a_closed_boards_cached_ranking_is_refused_to_an_outsider(gateway):
         count = gateway.http.get(f"/submission_count/{board}/null", headers=headers)
         assert count.status_code == status and "count" not in count.json()
     assert cache_hits(gateway) == hits + 1  # nothing was served to them, from the cache or otherwise
+
+
+def test_a_ranking_cached_while_public_is_refused_once_the_board_closes(gateway):
+    board = fresh_board(gateway, "closing")
+    _, member = new_user(gateway)
+    ranked(gateway, board, member)
+    url = f"/submissions/{board}/null?limit=20"
+    cached = gateway.http.get(url)
+    hits = cache_hits(gateway)
+    assert gateway.http.get(url).content == cached.content and cache_hits(gateway) == hits + 1
+
+    closing = admin(gateway, "POST", f"/admin/leaderboards/{board}/visibility", json={"visibility": "closed"})
+    assert closing.status_code == 200, closing.text
+    gateway.wait_for(lambda: gateway.http.get(f"/gpus/{board}").status_code == 401, "the board to close")
+
+    for extra in ({}, {"If-None-Match": cached.headers["etag"]}):
+        refused = gateway.http.get(url, headers=extra)
+        assert refused.status_code == 401 and "etag" not in refused.headers
+    assert gateway.http.get(f"/submission_count/{board}/null").status_code == 401
+    assert cache_hits(gateway) == hits + 1
