@@ -1,14 +1,13 @@
 """SQL of the ledger's projections. Every statement is applied to many rows at once: the busiest as one set-based
-statement over all of a batch's rows (set_statements.py), the others pipelined by executemany."""
+statement over a step's archived events (archive_sql.py), the others pipelined by executemany."""
 
 from __future__ import annotations
 
 import asyncpg
 
 from schemas.envelope import Event
-from services.ledger.projections import Plan, archive_rows, plan_batch
-from services.ledger.set_statements import SET_STATEMENTS, columns
-from services.ledger.standings_sql import STANDING_REFRESH
+from services.ledger.archive_sql import ARCHIVE_STATEMENTS, STANDING_EVENTS, STANDING_REFRESH
+from services.ledger.projections import STATEMENT_ORDER, Plan, archive_rows, plan_batch
 
 ARCHIVE = """
 INSERT INTO event_archive (stream_seq, event_id, event_type, subject, correlation_id, occurred_at, payload)
@@ -87,31 +86,26 @@ STATEMENTS = {
         SET score = EXCLUDED.score, secret_score = EXCLUDED.secret_score, run_id = EXCLUDED.run_id""",
 }
 # Every statement that writes the read model (a rebuild truncates and compares what they write).
-ALL_SQL = [*STATEMENTS.values(), *SET_STATEMENTS.values(), STANDING_REFRESH]
+ALL_SQL = [*STATEMENTS.values(), *(sql for _, sql in ARCHIVE_STATEMENTS.values()), STANDING_REFRESH]
 
 
-async def refresh_standings(conn: asyncpg.Connection, plan: Plan) -> None:
-    """Recompute the standings the plan touched, bump their boards' versions and tell the gateways."""
-    users, subs = plan.touched_users, plan.touched_submissions
-    await conn.execute(STANDING_REFRESH, [u[0] for u in users], [u[1] for u in users], [u[2] for u in users],
-                       [u[3] for u in users], [d[0] for d in subs], [d[1] for d in subs])
+async def apply_step(conn: asyncpg.Connection, plan: Plan, lo: int, hi: int, seqs: list[int] | None, *,
+                     notify: bool = True) -> None:
+    """Apply one step whose events are archived already: stream sequences lo..hi, exactly `seqs` when given."""
+    for name in STATEMENT_ORDER:
+        if name in ARCHIVE_STATEMENTS:
+            types, sql = ARCHIVE_STATEMENTS[name]
+            if plan.types.intersection(types) and (notify or name != "notify_submission"):
+                await conn.execute(sql, lo, hi, seqs)
+        elif name == "standing_refresh":
+            if plan.types.intersection(STANDING_EVENTS):
+                await conn.execute(STANDING_REFRESH, lo, hi, seqs)
+        elif name in plan.rows:
+            await conn.executemany(STATEMENTS[name], plan.rows[name])
 
 
-async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]], *, archive: bool = True,
-                        notify: bool = True) -> None:
-    """Archive and project a batch of (stream sequence, event) inside the caller's transaction.
-
-    A rebuild from the archive leaves the archive as it is, and wakes no gateway waiting on a submission.
-    """
-    if archive:
-        await conn.execute(ARCHIVE, *archive_rows(events))
+async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]], *, notify: bool = True) -> None:
+    """Archive and project a batch of (stream sequence, event) inside the caller's transaction."""
+    await conn.execute(ARCHIVE, *archive_rows(events))
     for plan in plan_batch(events):
-        for statement, rows in plan.steps():
-            if statement == "notify_submission" and not notify:
-                continue
-            if statement in SET_STATEMENTS:
-                await conn.execute(SET_STATEMENTS[statement], *columns(statement, rows))
-            else:
-                await conn.executemany(STATEMENTS[statement], rows)
-        if plan.touches_standings():
-            await refresh_standings(conn, plan)
+        await apply_step(conn, plan, plan.seqs[0], plan.seqs[-1], plan.seqs, notify=notify)

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from services.ranking.rules import SUBMISSION_STANDS, best_first
 
-# The standings of the touched (board, GPU, user) keys, recomputed from their eligible scores: whatever order the
-# events came in, the row is the best of what stands now, so the projection is order-tolerant and idempotent. A board's
-# version is the stream sequence of the last event that touched it (the same live and replayed); `entries` follows
-# the rows added and removed. Gateways drop their cached rankings of a board on its notification.
-STANDING_REFRESH = f"""
+# The standings of the (board, GPU, user) keys a step's events touched (a score computed or revised, a submission
+# deleted or found hacked; a deleted board's standings go with it in leaderboard_purge), recomputed from their eligible
+# scores: whatever order the events came in, the row is the best of what stands now, so the projection is
+# order-tolerant and idempotent. A board's version is the stream sequence of the last event that touched it (the same
+# live and replayed); `entries` follows the rows added and removed. Gateways drop their cached rankings of a board on
+# its notification. A user banned keeps their standing (http-api.md §3.33: existing results stay visible).
+STEP = "e.stream_seq BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))"
+STANDING_REFRESH_FROM = f"""
 WITH touched AS (
-    SELECT l.id AS leaderboard_id, t.gpu, t.user_id, t.seq
-    FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS t(seq, board, gpu, user_id)
-    JOIN leaderboards l ON lower(l.name) = lower(t.board)
+    SELECT l.id AS leaderboard_id, e.payload->>'gpu' AS gpu, e.payload->>'user_id' AS user_id, e.stream_seq AS seq
+    FROM event_archive e JOIN leaderboards l ON lower(l.name) = lower(e.payload->>'leaderboard')
+    WHERE e.event_type IN ('ScoreComputed', 'ScoreRevised') AND {STEP}
     UNION ALL
-    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, d.seq
-    FROM unnest($5::bigint[], $6::bigint[]) AS d(seq, submission_id) JOIN scores sc ON sc.submission_id = d.submission_id
+    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, e.stream_seq
+    FROM event_archive e JOIN scores sc ON sc.submission_id = (e.payload->>'submission_id')::bigint
+    WHERE (e.event_type = 'SubmissionDeleted' OR (e.event_type = 'SubmissionFinished'
+                                                  AND e.payload->>'status' = 'hacked')) AND {STEP}
 ), keys AS (
     SELECT leaderboard_id, gpu, user_id, max(seq) AS seq FROM touched GROUP BY leaderboard_id, gpu, user_id
 ), best AS (
