@@ -130,3 +130,14 @@ def test_a_submissions_life_projects_the_same_in_one_batch_one_by_one_and_shuffl
     assert (leaderboard["stage"], leaderboard["passed"], leaderboard["harness_version"]) == ("leaderboard", False, "")
     assert leaderboard["result"]["compilation"]["stderr"] == "error: x"
     assert {s["recorded_seq"] for s in together["stages"]} == {4}  # the stream sequence orders runs in views
+
+
+def test_a_run_the_runner_failed_keeps_its_own_verdict(database_url):
+    apply_migrations(database_url)
+    requested, _, _, completed = run_events()
+    failed = completed.model_copy(update={"result": FullResult(success=False, error="runner error: boom")})
+
+    row = asyncio.run(project(database_url, [[requested, failed]]))
+
+    assert (row["status"], row["success"], row["result_error"]) == ("completed", False, "runner error: boom")
+    assert row["system"] == SystemInfo().model_dump(mode="json")
