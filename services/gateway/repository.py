@@ -104,6 +104,11 @@ SELECT count(*) FILTER (WHERE status = 'queued' AND NOT secret) AS queued,
 FROM run_requests WHERE gpu = $1 AND status IN ('queued', 'dispatched', 'running')
 """
 KNOWN_GPU = "SELECT g FROM leaderboards, unnest(gpus) AS g WHERE lower(g) = lower($1) LIMIT 1"
+# The GPU's canonical name and its queue in one round trip (polls read it every time): no row for an unknown GPU.
+KNOWN_QUEUE = f"""
+SELECT known.g AS gpu, q.* FROM ({KNOWN_GPU}) AS known
+CROSS JOIN LATERAL ({QUEUE.replace("$1", "known.g")}) AS q
+"""
 HAS_INVITE = "SELECT EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids))"
 INVITED_BOARDS = "SELECT DISTINCT unnest(leaderboard_ids) AS id FROM invites WHERE user_id = $1"
 # What admission (http-api.md §6) reads, in one round trip: intake, the board (NULL columns when there is none),
@@ -226,11 +231,11 @@ async def ping(pool: asyncpg.Pool, timeout_s: float) -> None:
 
 async def queue(pool: asyncpg.Pool, gpu: str, submission_id: int | None = None):
     """The GPU's canonical name and its queue, with where `submission_id` waits in it; None for an unknown GPU."""
-    known = await pool.fetchval(KNOWN_GPU, gpu)
-    if known is None:
-        return None
     mine = submission_id if submission_id is not None and abs(submission_id) <= MAX_BIGINT else None
-    return known, await pool.fetchrow(QUEUE, known, mine), submission_id is not None
+    row = await pool.fetchrow(KNOWN_QUEUE, gpu, mine)
+    if row is None:
+        return None
+    return row["gpu"], row, submission_id is not None
 
 
 async def admission(pool: asyncpg.Pool, leaderboard: str, user_id: str, category: str):
