@@ -100,16 +100,22 @@ async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: 
     cached = cache.get(board["id"], gpu, version, variant)
     if cached is None:
         cached = cache.put(board["id"], gpu, version, variant, await _standing_view(pool, board, gpu))
-    entries, attempts = cached.value
+    entries, attempts, plots = cached.value
     now = datetime.now(UTC)
+    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings
+    minute = now.replace(second=0, microsecond=0)
+    if minute not in plots:
+        plots.clear()
+        plots[minute] = best_over_time(attempts, now)
     queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
     return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, entries=entries,
                 ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
-                plot=best_over_time(attempts, now), queue=_queue_text(queue))
+                plot=plots[minute], queue=_queue_text(queue))
 
 
-async def _standing_view(pool, board, gpu: str) -> tuple[list[dict], list[Attempt]]:
-    """What the page shows of the standings: the entries with their intervals, and the points of the plot."""
+async def _standing_view(pool, board, gpu: str) -> tuple[list[dict], list[Attempt], dict]:
+    """What the page shows of the standings: the entries with their intervals, the points of the plot (and room for
+    the plot drawn from them)."""
     rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
     intervals = [score_interval(row["stage_result"], board["ranking_by"]) for row in rows]
     entries = [{
@@ -119,7 +125,7 @@ async def _standing_view(pool, board, gpu: str) -> tuple[list[dict], list[Attemp
     } for row, iv, tie in zip(rows, intervals, ties_with_above(intervals), strict=True)]
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
                 for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
-    return entries, attempts
+    return entries, attempts, {}
 
 
 def _queue_text(queue: dict) -> str:
