@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Cookie, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from markupsafe import Markup
 
 from services.gateway import pages_repository, repository, views
 from services.gateway.deps import Cache, Pool, User
@@ -100,7 +101,7 @@ async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: 
     cached = cache.get(board["id"], gpu, version, variant)
     if cached is None:
         cached = cache.put(board["id"], gpu, version, variant, await _standing_view(pool, board, gpu))
-    entries, attempts, plots = cached.value
+    table, attempts, plots = cached.value
     now = datetime.now(UTC)
     # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings
     minute = now.replace(second=0, microsecond=0)
@@ -108,14 +109,14 @@ async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: 
         plots.clear()
         plots[minute] = best_over_time(attempts, now)
     queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
-    return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, entries=entries,
-                ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
+    return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
+                table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
                 plot=plots[minute], queue=_queue_text(queue))
 
 
-async def _standing_view(pool, board, gpu: str) -> tuple[list[dict], list[Attempt], dict]:
-    """What the page shows of the standings: the entries with their intervals, the points of the plot (and room for
-    the plot drawn from them)."""
+async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
+    """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
+    (and room for the plot drawn from them)."""
     rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
     intervals = [score_interval(row["stage_result"], board["ranking_by"]) for row in rows]
     entries = [{
@@ -125,7 +126,7 @@ async def _standing_view(pool, board, gpu: str) -> tuple[list[dict], list[Attemp
     } for row, iv, tie in zip(rows, intervals, ties_with_above(intervals), strict=True)]
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
                 for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
-    return entries, attempts, {}
+    return Markup(render("ranking_table.html", entries=entries)), attempts, {}
 
 
 def _queue_text(queue: dict) -> str:
