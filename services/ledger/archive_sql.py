@@ -66,7 +66,7 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         ON CONFLICT (id) DO NOTHING"""),
     # wakes a gateway waiting to answer only once the submission (its deletion, its first run) is readable
     # (http-api.md §3.9)
-    "notify_submission": (("SubmissionReceived", "SubmissionRejected", "SubmissionDeleted", "RunRequested"), f"""
+    "notify_submission": (("SubmissionReceived", "SubmissionRejected", "SubmissionDeleted", "RunRequested"), """
         SELECT count(pg_notify('kb_submission', t.id)) FROM (
             SELECT e.payload->>'submission_id' AS id, e.stream_seq AS ord FROM event_archive e
             WHERE e.event_type IN ('SubmissionReceived', 'SubmissionRejected', 'SubmissionDeleted', 'RunRequested')
