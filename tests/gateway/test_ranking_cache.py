@@ -8,6 +8,7 @@ import re
 
 from tests.gateway.admission import admin, fresh_board
 from tests.gateway.conftest import CODE, cli, new_user
+from tests.support.platform import Platform
 
 
 def cache_hits(platform) -> float:
@@ -103,3 +104,27 @@ def test_a_ranking_cached_while_public_is_refused_once_the_board_closes(gateway)
         assert refused.status_code == 401 and "etag" not in refused.headers
     assert gateway.http.get(f"/submission_count/{board}/null").status_code == 401
     assert cache_hits(gateway) == hits + 1
+
+
+def test_replicas_each_cache_and_each_sees_a_new_best_at_once(gateway, tmp_path):
+    replica = Platform(gateway.nats_url, gateway.database_url, tmp_path)
+    replica.start("gateway")
+    try:
+        board = fresh_board(gateway, "replicated")
+        _, first_cli = new_user(gateway)
+        first = ranked(gateway, board, first_cli)
+        url = f"/submissions/{board}/null?limit=20"
+        for each in (gateway, replica):
+            each.http.get(url)  # fills each replica's own cache
+            assert [r["submission_id"] for r in each.http.get(url).json()] == [first]
+        [tag] = {each.http.get(url).headers["etag"] for each in (gateway, replica)}  # the same on every replica
+
+        _, second_cli = new_user(gateway)
+        second = ranked(gateway, board, second_cli)
+
+        for each in (gateway, replica):
+            moved = each.http.get(url, headers={"If-None-Match": tag})
+            assert moved.status_code == 200
+            assert [r["submission_id"] for r in moved.json()] == [first, second]
+    finally:
+        replica.stop()
