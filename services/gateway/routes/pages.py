@@ -103,15 +103,17 @@ async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: 
         cached = cache.put(board["id"], gpu, version, variant, await _standing_view(pool, board, gpu))
     table, attempts, plots = cached.value
     now = datetime.now(UTC)
-    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings
+    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings (taken
+    # before the next await, since a request of the next minute may replace it meanwhile)
     minute = now.replace(second=0, microsecond=0)
-    if minute not in plots:
+    plot = plots.get(minute)
+    if plot is None:
         plots.clear()
-        plots[minute] = best_over_time(attempts, now)
+        plot = plots[minute] = best_over_time(attempts, now)
     queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
     return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
                 table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
-                plot=plots[minute], queue=_queue_text(queue))
+                plot=plot, queue=_queue_text(queue))
 
 
 async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
