@@ -11,6 +11,7 @@ from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionRecei
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
 from services.gateway import errors, openapi
+from services.gateway.hot_reads import HotRankings
 from services.gateway.long_poll import PollMemory
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.routes import (
@@ -25,6 +26,7 @@ from services.gateway.routes import (
     submissions,
     user,
 )
+from services.gateway.standings_cache import StandingsCache
 from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
@@ -43,7 +45,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         apply_migrations(settings.database_url)
-        app.state.pool = await create_pool(settings.database_url, settings.pool_size)
+        # no session state is ever set on a pooled connection (the LISTENs have their own): no reset per release
+        app.state.pool = await create_pool(settings.database_url, settings.pool_size, reset_sessions=False)
         await broker.start()
         await declare_streams(broker)
         app.state.waiter = ProjectionWaiter()
@@ -52,9 +55,12 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         if schedule is not None:
             schedule.start()
         app.state.poll_memory = PollMemory()
+        app.state.standings_cache = StandingsCache()
+        await app.state.standings_cache.start(settings.database_url)
         try:
             yield
         finally:
+            await app.state.standings_cache.stop()
             if schedule is not None:
                 await schedule.stop()
             await app.state.waiter.stop()
@@ -72,6 +78,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.include_router(module.router)
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
+    app.add_middleware(HotRankings)  # innermost: sees the cleaned URL, and only ever answers a cached ranking
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
     metrics.install_http(app)  # /metrics, /ready and request latency by route, outermost

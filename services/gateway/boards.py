@@ -27,12 +27,24 @@ async def existing(pool: asyncpg.Pool, name: str):
 async def readable(pool: asyncpg.Pool, name: str, user: User | None):
     """OPT routes: a closed leaderboard needs an identified user holding an invite to it."""
     row = await existing(pool, name)
+    await _check_access(pool, row, user)
+    return row
+
+
+async def readable_standings(pool: asyncpg.Pool, name: str, gpu: str, user: User | None):
+    """As `readable`, for a ranking of one GPU: the board with its standings' version, in one read."""
+    row = await repository.board_standing(pool, name, gpu)
+    policy.check_leaderboard(name, view(row) if row else None)
+    await _check_access(pool, row, user)
+    return row
+
+
+async def _check_access(pool: asyncpg.Pool, row, user: User | None) -> None:
     if row["visibility"] != "public":
         if user is None:
             raise HTTPException(401, "Authentication required for closed leaderboard")
         if not await repository.has_invite(pool, user.user_id, row["id"]):
             raise HTTPException(403, policy.NO_ACCESS)
-    return row
 
 
 def ranked_gpu(row, gpu: str) -> str:

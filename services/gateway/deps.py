@@ -11,6 +11,7 @@ from fastapi import Depends, Header, HTTPException, Request
 from faststream.nats import NatsBroker
 
 from services.gateway import repository
+from services.gateway.standings_cache import StandingsCache
 from services.kit.settings import GatewaySettings
 
 
@@ -27,7 +28,12 @@ async def get_broker(request: Request) -> NatsBroker:
     return request.app.state.broker
 
 
+async def get_standings_cache(request: Request) -> StandingsCache:
+    return request.app.state.standings_cache
+
+
 Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
+Cache = Annotated[StandingsCache, Depends(get_standings_cache)]
 Broker = Annotated[NatsBroker, Depends(get_broker)]
 Settings = Annotated[GatewaySettings, Depends(get_settings)]
 

@@ -4,27 +4,21 @@ from __future__ import annotations
 
 import asyncpg
 
-from services.gateway.repository import ELIGIBLE
+from services.gateway.repository import RANKING as API_RANKING
 
-# The API's ranking (one best eligible run per user, http-api.md §3.7) with the leaderboard stage's result map,
-# from which the page computes each entry's interval.
+# The API's ranking (http-api.md §3.7, read from the standings) with the leaderboard stage's result map, from which
+# the page computes each entry's interval: one primary-key read per row shown.
 RANKING = f"""
-WITH best AS (
-    SELECT DISTINCT ON (sc.user_id) sc.submission_id, sc.user_id, sc.score, sc.submitted_at, sc.run_id,
-           s.file_name, s.user_name
-    {ELIGIBLE}
-    ORDER BY sc.user_id, sc.score, sc.submitted_at, sc.submission_id
-)
-SELECT b.*, RANK() OVER (ORDER BY b.score) AS rank, r.result -> 'run' -> 'result' AS stage_result
-FROM best b LEFT JOIN runs r ON r.run_id = b.run_id AND r.stage = 'leaderboard'
+WITH ranking AS ({API_RANKING})
+SELECT b.*, r.result -> 'run' -> 'result' AS stage_result
+FROM ranking b LEFT JOIN runs r ON r.run_id = b.run_id AND r.stage = 'leaderboard'
 ORDER BY b.score, b.submitted_at, b.submission_id
-LIMIT $3
 """
-# Every eligible attempt in time order, for the plot of the best score over time.
-ATTEMPTS = f"""
-SELECT sc.score, sc.submitted_at, s.user_name {ELIGIBLE}
-ORDER BY sc.submitted_at, sc.submission_id
-LIMIT $3
+# The standing entries in time order, for the plot of the best score over time: each user's best, the step line
+# the records among them. Bounded by the number of users, not of attempts.
+ATTEMPTS = """
+SELECT score, submitted_at, user_name FROM standings WHERE leaderboard_id = $1 AND gpu = $2
+ORDER BY submitted_at, submission_id LIMIT $3
 """
 SESSION_USER = "SELECT user_id, user_name, cli_id FROM users WHERE user_id = $1"
 MY_SUBMISSIONS = """
@@ -36,7 +30,7 @@ ORDER BY s.submitted_at DESC, s.id DESC LIMIT $2
 
 
 async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
-    return await pool.fetch(RANKING, leaderboard_id, gpu, limit)
+    return await pool.fetch(RANKING, leaderboard_id, gpu, limit, 0)
 
 
 async def attempts(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):

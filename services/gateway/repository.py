@@ -10,6 +10,14 @@ CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
 WAS_DELETED = "SELECT deleted FROM submissions WHERE id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
 LEADERBOARDS = "SELECT * FROM leaderboards ORDER BY id"
+# What a ranking request needs of its board, with the version of the (board, GPU) standings its cache keys on.
+BOARD_STANDING = """
+SELECT l.id, l.name, l.gpus, l.deadline, l.visibility, jsonb_strip_nulls(jsonb_build_object('lang', l.task -> 'lang'))
+           AS task, COALESCE(v.version, 0) AS standing_version
+FROM leaderboards l LEFT JOIN standing_versions v ON v.leaderboard_id = l.id AND v.gpu = $2
+WHERE lower(l.name) = lower($1)
+"""
+STANDING_VERSION = "SELECT version FROM standing_versions WHERE leaderboard_id = $1 AND gpu = $2"
 NEXT_SUBMISSION_ID = "SELECT nextval('submission_ids')"
 # One statement: the first request with a key takes a fresh id, every retry finds it (two at once: one inserts).
 SUBMISSION_FOR_KEY = """
@@ -53,22 +61,27 @@ FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id
 WHERE s.user_id = $1 AND NOT s.deleted AND ($2::integer IS NULL OR s.leaderboard_id = $2)
 ORDER BY s.submitted_at DESC, s.id DESC LIMIT $3 OFFSET $4
 """
-# scores holds exactly the eligible public runs (http-api.md §3.7), one per (submission, GPU)
-ELIGIBLE = """
-FROM scores sc JOIN submissions s ON s.id = sc.submission_id
-WHERE sc.leaderboard_id = $1 AND sc.gpu = $2 AND s.status <> 'hacked' AND NOT s.deleted
+# Rankings read the standings (migration 0030): one row per user holding the best eligible score, kept by the ledger
+# (services/ranking/rules.py says what is eligible and best). A page costs O(limit + offset), whatever the history.
+# Ranks are standard competition ranks, 1 + the number of better scores: inside the page they follow from RANK();
+# the rows tied with the page's first row may have equals before the page, so theirs is counted.
+STANDINGS_PAGE = """
+SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name FROM standings
+WHERE leaderboard_id = $1 AND gpu = $2 ORDER BY score, submitted_at, submission_id LIMIT $3 OFFSET $4
 """
 RANKING = f"""
-WITH best AS (
-    SELECT DISTINCT ON (sc.user_id) sc.submission_id, sc.user_id, sc.score, sc.submitted_at, s.file_name, s.user_name
-    {ELIGIBLE}
-    ORDER BY sc.user_id, sc.score, sc.submitted_at, sc.submission_id
-)
-SELECT *, RANK() OVER (ORDER BY score) AS rank FROM best
-ORDER BY score, submitted_at, submission_id LIMIT $3 OFFSET $4
+WITH page AS ({STANDINGS_PAGE}), ranked AS (SELECT *, RANK() OVER (ORDER BY score) AS page_rank FROM page)
+SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name,
+       CASE WHEN page_rank = 1
+            THEN 1 + (SELECT count(*) FROM standings b WHERE b.leaderboard_id = $1 AND b.gpu = $2
+                      AND b.score < (SELECT min(score) FROM page))
+            ELSE $4 + page_rank END AS rank
+FROM ranked ORDER BY score, submitted_at, submission_id
 """
-SUBMISSION_COUNT = f"""
-SELECT count(DISTINCT sc.user_id) AS users, count(*) FILTER (WHERE sc.user_id = $3) AS user_runs {ELIGIBLE}
+SUBMISSION_COUNT = """
+SELECT COALESCE((SELECT entries FROM standing_versions WHERE leaderboard_id = $1 AND gpu = $2), 0) AS users,
+       COALESCE((SELECT eligible_runs FROM standings WHERE leaderboard_id = $1 AND gpu = $2 AND user_id = $3), 0)
+           AS user_runs
 """
 # Queues are read from the unfinished planned runs (one row per payload on a GPU), in one pass over a partial index:
 # never the backlog of jobs joined with submissions. A submission has exactly one public run per GPU, so counting
@@ -93,6 +106,11 @@ SELECT count(*) FILTER (WHERE status = 'queued' AND NOT secret) AS queued,
 FROM run_requests WHERE gpu = $1 AND status IN ('queued', 'dispatched', 'running')
 """
 KNOWN_GPU = "SELECT g FROM leaderboards, unnest(gpus) AS g WHERE lower(g) = lower($1) LIMIT 1"
+# The GPU's canonical name and its queue in one round trip (polls read it every time): no row for an unknown GPU.
+KNOWN_QUEUE = f"""
+SELECT known.g AS gpu, q.* FROM ({KNOWN_GPU}) AS known
+CROSS JOIN LATERAL ({QUEUE.replace("$1", "known.g")}) AS q
+"""
 HAS_INVITE = "SELECT EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids))"
 INVITED_BOARDS = "SELECT DISTINCT unnest(leaderboard_ids) AS id FROM invites WHERE user_id = $1"
 # What admission (http-api.md §6) reads, in one round trip: intake, the board (NULL columns when there is none),
@@ -138,6 +156,14 @@ async def cli_owner(pool: asyncpg.Pool, cli_id: str) -> str | None:
 
 async def leaderboard(pool: asyncpg.Pool, name: str):
     return await pool.fetchrow(LEADERBOARD, name)
+
+
+async def board_standing(pool: asyncpg.Pool, name: str, gpu: str):
+    return await pool.fetchrow(BOARD_STANDING, name, gpu)
+
+
+async def standing_version(pool: asyncpg.Pool, leaderboard_id: int, gpu: str) -> int:
+    return await pool.fetchval(STANDING_VERSION, leaderboard_id, gpu) or 0
 
 
 async def leaderboards(pool: asyncpg.Pool):
@@ -207,11 +233,11 @@ async def ping(pool: asyncpg.Pool, timeout_s: float) -> None:
 
 async def queue(pool: asyncpg.Pool, gpu: str, submission_id: int | None = None):
     """The GPU's canonical name and its queue, with where `submission_id` waits in it; None for an unknown GPU."""
-    known = await pool.fetchval(KNOWN_GPU, gpu)
-    if known is None:
-        return None
     mine = submission_id if submission_id is not None and abs(submission_id) <= MAX_BIGINT else None
-    return known, await pool.fetchrow(QUEUE, known, mine), submission_id is not None
+    row = await pool.fetchrow(KNOWN_QUEUE, gpu, mine)
+    if row is None:
+        return None
+    return row["gpu"], row, submission_id is not None
 
 
 async def admission(pool: asyncpg.Pool, leaderboard: str, user_id: str, category: str):

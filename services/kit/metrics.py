@@ -32,6 +32,8 @@ CONSUMER_ACK_PENDING = Gauge("kb_consumer_ack_pending", "Messages delivered to a
                              ["consumer"])
 CONSUMER_REDELIVERED = Gauge("kb_consumer_redelivered", "Messages a consumer is being redelivered", ["consumer"])
 QUEUE_DEPTH = Gauge("kb_queue_depth", "Runs in the durable run queue per GPU, by status", ["gpu", "status"])
+STANDINGS_CACHE = Counter("kb_standings_cache", "Ranking answers of the gateway's standings cache, by outcome",
+                          ["outcome"])
 HTTP_SECONDS = Histogram("kb_http_request_seconds", "HTTP request latency by route", ["method", "route", "status"])
 
 _CORRELATION = re.compile(rb'"correlation_id":"([^"]{0,64})"')

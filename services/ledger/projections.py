@@ -1,16 +1,17 @@
-"""Pure projection logic: which statement rows a batch of events becomes. No I/O here.
+"""Pure projection logic: how a batch of events is applied, step by step. No I/O here.
 
-A batch is planned as one list of parameter rows per statement, applied in a fixed order of statements (boards and
-users, then submissions, jobs, runs, scores). Status updates only move a row forward in its lifecycle, so the result
-does not depend on the order events of different kinds had inside the batch; events that change a leaderboard
-itself are planned alone, in stream order.
+A batch is cut into steps: events that change a leaderboard itself are a step alone, in stream order; the events
+between them are one step. A step applies a fixed order of statements (boards and users, then submissions, jobs,
+runs, scores, standings). The busy events (submissions, runs, scores) are applied by set-based statements that read
+them from the archive (archive_sql.py): a step only names their stream sequences. The rare ones (boards, users,
+policy, deletions, revisions, renames, pre-check policies and clearings, reinstatements) become parameter rows here.
+Status updates only move a row forward in its lifecycle (a reinstatement is the one step back, from `hacked`), so the
+result does not depend on the order events of different kinds had inside the step.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from schemas.auth_events import OAuthUserRegistered
 from schemas.envelope import Event
@@ -18,20 +19,8 @@ from schemas.events import (
     CliUserRegistered,
     LeaderboardCreated,
     LeaderboardDeleted,
-    LeaderboardRankChanged,
     LeaderboardUpdated,
-    RunCompleted,
-    RunDispatched,
-    RunFailed,
-    RunProgress,
-    RunRequested,
-    RunStarted,
-    ScoreComputed,
-    SubmissionAccepted,
     SubmissionDeleted,
-    SubmissionFinished,
-    SubmissionReceived,
-    SubmissionRejected,
     UserRenamed,
 )
 from schemas.operations_events import ScoreRevised
@@ -47,7 +36,7 @@ from schemas.policy_events import (
     UserBanned,
     UserUnbanned,
 )
-from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet, PrecheckVerdict, SubmissionReinstated
+from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet, SubmissionReinstated
 
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
@@ -59,46 +48,32 @@ STATEMENT_ORDER = (
     "submission_reinstate",
     "run_request_insert", "run_request_status", "run_request_outcome", "job_running", "job_heartbeat",
     "stage_insert", "score_insert", "run_score", "secret_run_score", "score_revise", "rank_change",
+    "standing_refresh", "standing_rename",
 )
 BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
+# The events that become parameter rows here (the rest are read from the archive by archive_sql.py).
+PLANNED_EVENTS = (*BOARD_EVENTS, IntakePaused, IntakeResumed, UserBanned, UserUnbanned, LeaderboardVisibilityChanged,
+                  RateLimitSet, RateLimitCleared, InvitesCreated, InviteClaimed, InviteRevoked, CliUserRegistered,
+                  OAuthUserRegistered, SubmissionDeleted, ScoreRevised, UserRenamed, PrecheckPolicySet,
+                  PrecheckCleared, SubmissionReinstated)
 
 
 @dataclass
 class Plan:
     rows: dict[str, list[tuple]] = field(default_factory=dict)
+    seqs: list[int] = field(default_factory=list)  # every event of the step, in stream order
+    types: set[str] = field(default_factory=set)  # their type names
 
     def add(self, statement: str, *row: object) -> None:
         self.rows.setdefault(statement, []).append(row)
 
+    def include(self, seq: int, event: Event) -> None:
+        self.seqs.append(seq)
+        self.types.add(type(event).__name__)
+
     def steps(self) -> list[tuple[str, list[tuple]]]:
+        """The statements that have rows, in the order they apply; the archive statements are not among them."""
         return [(name, self.rows[name]) for name in STATEMENT_ORDER if name in self.rows]
-
-
-def _parse_ts(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
-
-
-def _stage_rows(seq: int, event: RunCompleted) -> Iterable[tuple]:
-    """One row per harness stage of a completed run, in the order the stages ran."""
-    result = event.result
-    for stage, evaluation in result.runs.items():
-        run = evaluation.run
-        # The runner's account of the harness first; under an unprotected one the channel's claim may be the user's.
-        harness = evaluation.harness.get("version") or (run.result.get("harness-version", "") if run else "")
-        yield (
-            event.run_id, stage, event.submission_id, event.gpu, event.secret,
-            bool(run and run.success and run.passed), evaluation.model_dump(mode="json"),
-            result.system.model_dump(mode="json"), harness,
-            _parse_ts(evaluation.start), _parse_ts(evaluation.end), seq,
-        )
-
-
-def _plan_verdict(plan: Plan, submission_id: int, verdict: PrecheckVerdict | None, at: datetime) -> None:
-    if verdict is not None:
-        plan.add("precheck_verdict_insert", submission_id, verdict.outcome, verdict.rules,
-                 [f.model_dump(mode="json") for f in verdict.findings], verdict.detail, at)
 
 
 def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one branch per event type
@@ -138,69 +113,19 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case UserRenamed():
             plan.add("user_rename", event.user_id, event.user_name)
             plan.add("user_rename_submissions", event.user_id, event.user_name)
-        case SubmissionReceived():
-            plan.add("submission_insert", event.submission_id, event.leaderboard, event.user_id, event.user_name,
-                     event.file_name, event.code, event.mode, event.gpus, event.occurred_at)
-            plan.add("job_set", event.submission_id, "initial", None)
-            plan.add("notify_submission", str(event.submission_id))
-        case SubmissionAccepted():
-            plan.add("job_set", event.submission_id, "pending", None)
-            plan.add("submission_status", event.submission_id, "accepted", False)
-            _plan_verdict(plan, event.submission_id, event.precheck, event.occurred_at)
-        case SubmissionRejected():
-            plan.add("job_set", event.submission_id, "failed", event.reason)
-            plan.add("submission_status", event.submission_id, "rejected", True)
-            plan.add("notify_submission", str(event.submission_id))
-            _plan_verdict(plan, event.submission_id, event.precheck, event.occurred_at)
+            plan.add("standing_rename", event.user_id, event.user_name, seq)
         case PrecheckPolicySet():
             plan.add("precheck_policy_put", event.leaderboard, event.outcomes)
         case PrecheckCleared():
             plan.add("precheck_clear", event.submission_id, event.cleared_by, event.occurred_at, event.reason)
         case SubmissionReinstated():
+            # a hacked submission back to the status its runs earned: standing_refresh ranks its scores again
             plan.add("submission_reinstate", event.submission_id, event.status, event.error)
-        case SubmissionFinished():
-            plan.add("job_set", event.submission_id, event.status, event.error)
-            plan.add("submission_status", event.submission_id, event.status, True)
-            plan.add("notify_submission", str(event.submission_id))  # a held poll is answered now
         case SubmissionDeleted():
             plan.add("submission_delete", event.submission_id)
-            plan.add("notify_submission", str(event.submission_id))  # the deleting gateway answers once it shows
-        case RunRequested():
-            plan.add("run_request_insert", event.run_id, event.submission_id, event.gpu, event.mode, event.secret,
-                     event.occurred_at)
-            # the submitting gateway answers once the acceptance and the queued run show (http-api.md §3.9)
-            plan.add("notify_submission", str(event.submission_id))
-        case RunDispatched():
-            plan.add("run_request_status", event.run_id, "dispatched", event.backend, event.job_ref, None,
-                     event.occurred_at, event.submission_id, event.gpu)
-        case RunStarted():
-            plan.add("run_request_status", event.run_id, "running", None, None, None, event.occurred_at,
-                     event.submission_id, event.gpu)
-            plan.add("job_running", event.submission_id, event.occurred_at)
-        case RunProgress():
-            plan.add("job_heartbeat", event.submission_id, event.occurred_at)
-        case RunCompleted():
-            for row in _stage_rows(seq, event):
-                plan.add("stage_insert", *row)
-            plan.add("run_request_status", event.run_id, "completed", None, None, None, event.occurred_at,
-                     event.submission_id, event.gpu)
-            plan.add("run_request_outcome", event.run_id, event.result.success, event.result.error,
-                     event.result.system.model_dump(mode="json"))
-        case RunFailed():
-            plan.add("run_request_status", event.run_id, "failed", None, None, f"{event.reason}: {event.detail}",
-                     event.occurred_at, event.submission_id, event.gpu)
-        case ScoreComputed():
-            plan.add("score_insert", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
-                     event.secret_score, event.run_id, event.submitted_at)
-            plan.add("run_score", event.run_id, event.score)
-            if event.secret_score is not None:  # the secret leaderboard stage shows its score too (http-api.md §3.12)
-                plan.add("secret_run_score", event.submission_id, event.gpu, event.secret_score)
         case ScoreRevised():
             plan.add("score_revise", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
                      event.secret_score, event.run_id, event.submitted_at)
-        case LeaderboardRankChanged():
-            plan.add("rank_change", seq, event.leaderboard, event.gpu,
-                     [e.model_dump(mode="json") for e in event.top], event.occurred_at)
 
 
 def plan_batch(events: list[tuple[int, Event]]) -> list[Plan]:
@@ -209,17 +134,28 @@ def plan_batch(events: list[tuple[int, Event]]) -> list[Plan]:
     current = Plan()
     for seq, event in events:
         if isinstance(event, BOARD_EVENTS):
-            if current.rows:
+            if current.seqs:
                 plans.append(current)
             alone = Plan()
+            alone.include(seq, event)
             _plan_event(alone, seq, event)
             plans.append(alone)
             current = Plan()
             continue
+        current.include(seq, event)
         _plan_event(current, seq, event)
-    if current.rows:
+    if current.seqs:
         plans.append(current)
     return plans
+
+
+def plan_step(events: list[tuple[int, Event]], types: set[str]) -> Plan:
+    """The rows of one step whose archived events are of `types` and whose planned events are `events` (a replay
+    reads only those from the archive); a board change is a step alone."""
+    plan = Plan(types=set(types))
+    for seq, event in events:
+        _plan_event(plan, seq, event)
+    return plan
 
 
 def archive_rows(events: list[tuple[int, Event]]) -> tuple[list, ...]:

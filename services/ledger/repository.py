@@ -1,11 +1,13 @@
-"""SQL of the ledger's projections. Every statement is applied to many rows at once (executemany pipelines them)."""
+"""SQL of the ledger's projections. Every statement is applied to many rows at once: the busiest as one set-based
+statement over a step's archived events (archive_sql.py), the others pipelined by executemany."""
 
 from __future__ import annotations
 
 import asyncpg
 
 from schemas.envelope import Event
-from services.ledger.projections import archive_rows, plan_batch
+from services.ledger.archive_sql import ARCHIVE_STATEMENTS, STANDING_EVENTS, STANDING_REFRESH
+from services.ledger.projections import STATEMENT_ORDER, Plan, archive_rows, plan_batch
 
 ARCHIVE = """
 INSERT INTO event_archive (stream_seq, event_id, event_type, subject, correlation_id, occurred_at, payload)
@@ -24,7 +26,9 @@ STATEMENTS = {
         WHERE lower(name) = lower($1)""",
     "leaderboard_purge": """
         WITH board AS (SELECT id FROM leaderboards WHERE lower(name) = lower($1)),
-             scored AS (DELETE FROM scores WHERE leaderboard_id IN (SELECT id FROM board))
+             scored AS (DELETE FROM scores WHERE leaderboard_id IN (SELECT id FROM board)),
+             standing AS (DELETE FROM standings WHERE leaderboard_id IN (SELECT id FROM board)),
+             versions AS (DELETE FROM standing_versions WHERE leaderboard_id IN (SELECT id FROM board))
         UPDATE submissions SET deleted = true WHERE leaderboard_id IN (SELECT id FROM board)""",
     "leaderboard_delete": "DELETE FROM leaderboards WHERE lower(name) = lower($1)",
     "user_upsert": """
@@ -55,29 +59,10 @@ STATEMENTS = {
     "invite_claim": """
         UPDATE invites SET user_id = $2, user_name = $3, claimed_at = $4 WHERE code = $1 AND user_id IS NULL""",
     "invite_revoke": "DELETE FROM invites WHERE code = $1",
-    "submission_insert": """
-        INSERT INTO submissions (id, leaderboard_id, user_id, user_name, file_name, code, mode, gpus, submitted_at)
-        VALUES ($1, COALESCE((SELECT id FROM leaderboards WHERE lower(name) = lower($2)), 0), $3, $4, $5, $6, $7,
-                $8, $9)
-        ON CONFLICT (id) DO NOTHING""",
     "user_rename": "UPDATE users SET user_name = $2 WHERE user_id = $1",
     "user_rename_submissions": "UPDATE submissions SET user_name = $2 WHERE user_id = $1 AND user_name <> $2",
     # hidden from every view and ranking; the row stays, so a replay or an admin can still see what was deleted
     "submission_delete": "UPDATE submissions SET deleted = true WHERE id = $1",
-    # wakes a gateway waiting to answer 202 only once the submission is readable (http-api.md §3.9)
-    "notify_submission": "SELECT pg_notify('kb_submission', $1)",
-    # done and the terminal status change in one transaction, so a poller never sees one without the other
-    "job_set": """
-        INSERT INTO jobs (submission_id, status, error, updated_at) VALUES ($1, $2, $3, now())
-        ON CONFLICT (submission_id) DO UPDATE SET status = $2, error = $3, updated_at = now()
-        WHERE job_rank(jobs.status) < job_rank($2)""",
-    "submission_status": """
-        UPDATE submissions SET status = $2, done = $3 WHERE id = $1 AND NOT done""",
-    # A run's later events can precede its RunRequested in the stream (a dispatcher that died between its commit
-    # and its outbox publish): either statement creates the row, and each fills in only what it knows.
-    "precheck_verdict_insert": """
-        INSERT INTO precheck_verdicts (submission_id, outcome, rules, findings, detail, decided_at)
-        VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (submission_id) DO NOTHING""",
     "precheck_clear": """
         UPDATE precheck_verdicts SET cleared_by = $2, cleared_at = $3, clear_reason = $4
         WHERE submission_id = $1 AND cleared_at IS NULL""",
@@ -86,11 +71,6 @@ STATEMENTS = {
         WITH job AS (UPDATE jobs SET status = $2, error = $3, updated_at = now()
                      WHERE submission_id = $1 AND status = 'hacked')
         UPDATE submissions SET status = $2 WHERE id = $1 AND status = 'hacked'""",
-    "run_request_insert": """
-        INSERT INTO run_requests (run_id, submission_id, gpu, mode, secret, requested_at)
-        VALUES ($1, $2, $3, $4, $5, $6)
-        ON CONFLICT (run_id) DO UPDATE SET mode = EXCLUDED.mode, secret = EXCLUDED.secret,
-               requested_at = EXCLUDED.requested_at""",
     "run_request_status": """
         INSERT INTO run_requests AS r (run_id, submission_id, gpu, mode, secret, status, backend, job_ref, error,
                                        requested_at, started_at, finished_at)
@@ -101,23 +81,12 @@ STATEMENTS = {
                started_at = CASE WHEN $2 = 'running' THEN $6 ELSE r.started_at END,
                finished_at = CASE WHEN $2 IN ('completed', 'failed') THEN $6 ELSE r.finished_at END
         WHERE run_rank(r.status) < run_rank($2)""",
-    "run_request_outcome": """
-        UPDATE run_requests SET success = $2, result_error = $3, system = $4 WHERE run_id = $1""",
     # The latest beat wins whatever the order a batch applies them in (a replay batches differently than live).
     "job_running": """
         UPDATE jobs SET status = CASE WHEN job_rank(status) <= job_rank('running') THEN 'running' ELSE status END,
                last_heartbeat = GREATEST(last_heartbeat, $2), updated_at = now()
         WHERE submission_id = $1""",
     "job_heartbeat": "UPDATE jobs SET last_heartbeat = GREATEST(last_heartbeat, $2) WHERE submission_id = $1",
-    "stage_insert": """
-        INSERT INTO runs (run_id, stage, submission_id, gpu, secret, passed, result, system, harness_version,
-                          start_time, end_time, recorded_seq)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (run_id, stage) DO NOTHING""",
-    "score_insert": """
-        INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at)
-        VALUES ($1, $2, (SELECT id FROM leaderboards WHERE lower(name) = lower($3)), $4, $5, $6, $7, $8)
-        ON CONFLICT (submission_id, gpu) DO NOTHING""",
-    "run_score": "UPDATE runs SET score = $2 WHERE run_id = $1 AND stage = 'leaderboard'",
     "secret_run_score": """
         UPDATE runs SET score = $3 WHERE submission_id = $1 AND gpu = $2 AND secret AND stage = 'leaderboard'""",
     # a rejudge's revision: a new score replaces the old one, a score of NULL takes the submission off the board
@@ -129,15 +98,40 @@ STATEMENTS = {
         WHERE $5::float8 IS NOT NULL
         ON CONFLICT (submission_id, gpu) DO UPDATE
         SET score = EXCLUDED.score, secret_score = EXCLUDED.secret_score, run_id = EXCLUDED.run_id""",
-    "rank_change": """
-        INSERT INTO rank_changes (stream_seq, leaderboard, gpu, top, occurred_at) VALUES ($1, $2, $3, $4, $5)
-        ON CONFLICT DO NOTHING""",
+    # A renamed user's standings show the new name (after standing_refresh, which reads the renamed submissions); the
+    # version moves on for every board they stand on, whatever the step, so live and replayed versions agree.
+    "standing_rename": """
+        WITH renamed AS (UPDATE standings SET user_name = $2 WHERE user_id = $1 RETURNING leaderboard_id, gpu),
+        versions AS (
+            UPDATE standing_versions v SET version = GREATEST(v.version, $3)
+            FROM (SELECT DISTINCT leaderboard_id, gpu FROM renamed) AS r
+            WHERE v.leaderboard_id = r.leaderboard_id AND v.gpu = r.gpu
+            RETURNING v.leaderboard_id, v.gpu, v.version
+        )
+        SELECT count(pg_notify('kb_standings', json_build_object('board', leaderboard_id, 'gpu', gpu,
+                                                                 'version', version)::text)) FROM versions""",
 }
+# Every statement that writes the read model (a rebuild truncates and compares what they write).
+ALL_SQL = [*STATEMENTS.values(), *(sql for _, sql in ARCHIVE_STATEMENTS.values()), STANDING_REFRESH]
 
 
-async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]]) -> None:
+async def apply_step(conn: asyncpg.Connection, plan: Plan, lo: int, hi: int, seqs: list[int] | None, *,
+                     notify: bool = True) -> None:
+    """Apply one step whose events are archived already: stream sequences lo..hi, exactly `seqs` when given."""
+    for name in STATEMENT_ORDER:
+        if name in ARCHIVE_STATEMENTS:
+            types, sql = ARCHIVE_STATEMENTS[name]
+            if plan.types.intersection(types) and (notify or name != "notify_submission"):
+                await conn.execute(sql, lo, hi, seqs)
+        elif name == "standing_refresh":
+            if plan.types.intersection(STANDING_EVENTS):
+                await conn.execute(STANDING_REFRESH, lo, hi, seqs)
+        elif name in plan.rows:
+            await conn.executemany(STATEMENTS[name], plan.rows[name])
+
+
+async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]], *, notify: bool = True) -> None:
     """Archive and project a batch of (stream sequence, event) inside the caller's transaction."""
     await conn.execute(ARCHIVE, *archive_rows(events))
     for plan in plan_batch(events):
-        for statement, rows in plan.steps():
-            await conn.executemany(STATEMENTS[statement], rows)
+        await apply_step(conn, plan, plan.seqs[0], plan.seqs[-1], plan.seqs, notify=notify)

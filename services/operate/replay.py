@@ -16,10 +16,13 @@ import asyncpg
 from schemas.events import BY_SUBJECT
 from services.ledger import repository as ledger_repository
 from services.ledger.handlers import PROJECT_ALL
+from services.ledger.projections import BOARD_EVENTS, PLANNED_EVENTS, plan_step
 from services.operate import stream as log
 from services.scorer import handlers as scorer_handlers
 
-BATCH = 500
+BATCH = 5000  # events read at once from the stream (or the archive, for the scorer)
+# Events per set-based step of a ledger rebuild from the archive.
+STEP = 50_000
 PROJECTIONS = ("ledger", "scorer")
 NOT_REPLAYABLE = {
     "dispatcher": "the dispatcher's run queue is work in progress, not a projection: rebuilding it would launch "
@@ -30,10 +33,13 @@ SCORER_TABLES = ("scorer_submissions", "scorer_runs", "scorer_best", "scorer_rer
 TRACKED = "SELECT stream_seq FROM tracking WHERE consumer = $1"
 ARCHIVE_BOUND = "SELECT COALESCE(max(stream_seq), 0) FROM event_archive"
 ARCHIVE_PAGE = """
-SELECT stream_seq, subject, payload FROM event_archive WHERE stream_seq > $1 AND stream_seq <= $2
+SELECT stream_seq, subject, payload::text AS payload FROM event_archive WHERE stream_seq > $1 AND stream_seq <= $2
   AND ($3::text[] IS NULL OR subject = ANY($3::text[]))
 ORDER BY stream_seq LIMIT $4
 """
+ARCHIVE_FIRST = "SELECT min(stream_seq) FROM event_archive"
+ARCHIVE_RANGE_COUNT = "SELECT count(*) FROM event_archive WHERE stream_seq BETWEEN $1 AND $2"
+BOARD_SEQS = "SELECT stream_seq FROM event_archive WHERE stream_seq <= $1 AND event_type = ANY($2) ORDER BY stream_seq"
 ARCHIVE_COUNT = """
 SELECT count(*) FROM event_archive WHERE stream_seq <= $1 AND ($2::text[] IS NULL OR subject = ANY($2::text[]))
 """
@@ -45,7 +51,7 @@ def ledger_tables() -> list[str]:
     """Every table the ledger's statements write, read from the statements themselves, so a new projection is
     rebuilt without this list being told about it."""
     found = []
-    for sql in ledger_repository.STATEMENTS.values():
+    for sql in ledger_repository.ALL_SQL:
         for table in re.findall(r"\b(?:INSERT INTO|(?<!DO )UPDATE|DELETE FROM)\s+([a-z_]+)", sql, flags=re.IGNORECASE):
             if table not in found and table != "event_archive":
                 found.append(table)
@@ -59,7 +65,7 @@ async def _events_from_archive(conn: asyncpg.Connection, bound: int, subjects: l
         rows = await conn.fetch(ARCHIVE_PAGE, after, bound, subjects, BATCH)
         if not rows:
             return
-        yield [(r["stream_seq"], BY_SUBJECT[r["subject"]].model_validate(r["payload"])) for r in rows]
+        yield [(r["stream_seq"], BY_SUBJECT[r["subject"]].model_validate_json(r["payload"])) for r in rows]
         after = rows[-1]["stream_seq"]
 
 
@@ -96,17 +102,47 @@ async def rebuild_ledger(conn: asyncpg.Connection, source: str, nats_url: str, p
         # The live ledger's next batch waits here (it writes the archive in the same transaction as the model).
         await conn.execute("LOCK TABLE event_archive IN EXCLUSIVE MODE")
         bound = await conn.fetchval(ARCHIVE_BOUND)
-        applied = {r["stream_seq"] for r in await conn.fetch(TRACKED, PROJECT_ALL)}
         tables = ledger_tables() + (["event_archive"] if source == "stream" else [])
+        if source == "archive":
+            # the archive is written in the transaction that applies its events: all of it was applied
+            await conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
+            return await _reproject_archive(conn, bound, progress)
+        applied = {r["stream_seq"] for r in await conn.fetch(TRACKED, PROJECT_ALL)}
         await conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
         count = 0
         async for batch in _source(source, conn, nats_url, bound, None):
             batch = [(seq, event) for seq, event in batch if seq in applied]
             if batch:
-                await ledger_repository.project_batch(conn, batch)
+                # nobody waits on a replayed submission
+                await ledger_repository.project_batch(conn, batch, notify=False)
             count += len(batch)
             progress(len(batch))
         return count
+
+
+async def _reproject_archive(conn: asyncpg.Connection, bound: int, progress: Progress) -> int:
+    """The archive in steps of up to STEP events, set-based: only the events planned in Python are read here, the
+    others by the ledger's archive statements; a board change is a step alone, as it is live."""
+    boards = [r["stream_seq"] for r in await conn.fetch(BOARD_SEQS, bound, [e.__name__ for e in BOARD_EVENTS])]
+    planned = [e.subject for e in PLANNED_EVENTS]
+    every_type = {e.__name__ for e in BY_SUBJECT.values()}
+    # The tables grow from empty inside this transaction, so their statistics say they are tiny: the planner would
+    # join a step's thousands of events to them by scanning them whole, once per event. Steps join by hashing.
+    await conn.execute("SET LOCAL enable_nestloop = off")
+    count, start = 0, await conn.fetchval(ARCHIVE_FIRST) or bound + 1
+    while start <= bound:
+        if boards and boards[0] == start:
+            end = boards.pop(0)
+        else:
+            end = min(start + STEP - 1, bound, boards[0] - 1 if boards else bound)
+        rows = await conn.fetch(ARCHIVE_PAGE, start - 1, end, planned, STEP)
+        events = [(r["stream_seq"], BY_SUBJECT[r["subject"]].model_validate_json(r["payload"])) for r in rows]
+        await ledger_repository.apply_step(conn, plan_step(events, every_type), start, end, None, notify=False)
+        done = await conn.fetchval(ARCHIVE_RANGE_COUNT, start, end)
+        count += done
+        progress(done)
+        start = end + 1
+    return count
 
 
 async def rebuild_scorer(conn: asyncpg.Connection, source: str, nats_url: str, progress: Progress) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncpg
 
+from services.ranking.rules import SUBMISSION_STANDS, best_first
+
 BOARD = """
 SELECT id, name, ranking_by, task_hash, gpus, visibility FROM leaderboards WHERE lower(name) = lower($1)
 """
@@ -11,24 +13,21 @@ BOARD_BY_ID = "SELECT id, name, deadline, visibility FROM leaderboards WHERE id 
 EVERY_PUBLIC_BOARD = "SELECT id FROM leaderboards WHERE visibility = 'public' ORDER BY id"
 ARCHIVED = "SELECT payload FROM event_archive WHERE event_id = $1 ORDER BY stream_seq LIMIT 1"
 # Public scores only (the secret run's score is never exported), of submissions still standing; each row's rank is
-# its user's rank on the board when it is that user's best entry.
-RANKED = """
+# its user's rank on the board when it is that user's best entry, as the standings hold it.
+RANKED = f"""
 WITH eligible AS (
     SELECT sc.submission_id, sc.gpu, sc.score, sc.run_id, sc.user_id, s.user_name, s.file_name, s.code,
            s.submitted_at, l.name AS leaderboard,
            (SELECT r.harness_version FROM runs r WHERE r.run_id = sc.run_id AND r.harness_version <> ''
             ORDER BY r.stage LIMIT 1) AS harness_version
     FROM scores sc JOIN submissions s ON s.id = sc.submission_id JOIN leaderboards l ON l.id = sc.leaderboard_id
-    WHERE sc.leaderboard_id = $1 AND ($2::text IS NULL OR sc.gpu = $2) AND s.status <> 'hacked' AND NOT s.deleted
-), best AS (
-    SELECT DISTINCT ON (gpu, user_id) submission_id, gpu FROM eligible
-    ORDER BY gpu, user_id, score, submitted_at, submission_id
+    WHERE sc.leaderboard_id = $1 AND ($2::text IS NULL OR sc.gpu = $2) AND {SUBMISSION_STANDS}
 ), ranked AS (
-    SELECT b.submission_id, b.gpu, RANK() OVER (PARTITION BY e.gpu ORDER BY e.score) AS rank
-    FROM best b JOIN eligible e USING (submission_id, gpu)
+    SELECT submission_id, gpu, RANK() OVER (PARTITION BY gpu ORDER BY score) AS rank
+    FROM standings WHERE leaderboard_id = $1 AND ($2::text IS NULL OR gpu = $2)
 )
 SELECT e.*, r.rank FROM eligible e LEFT JOIN ranked r USING (submission_id, gpu)
-ORDER BY e.gpu, e.score, e.submitted_at, e.submission_id
+ORDER BY e.gpu, {best_first("e")}
 """
 
 

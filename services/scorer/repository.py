@@ -7,6 +7,7 @@ from dataclasses import asdict
 import asyncpg
 
 from schemas.events import PlannedRun, SubmissionAccepted
+from services.ranking.rules import best_first, better_than
 from services.scorer.scoring import BoardEntry, RunVerdict
 
 LOCK_SUBMISSION = "SELECT pg_advisory_xact_lock(8231, $1::int)"
@@ -23,19 +24,19 @@ ON CONFLICT (run_id) DO NOTHING RETURNING 1
 """
 VERDICTS = "SELECT run_id, outcome FROM scorer_runs WHERE submission_id = $1"
 MARK_FINISHED = "UPDATE scorer_submissions SET finished = true WHERE submission_id = $1"
-TOP = """
+TOP = f"""
 SELECT user_id, user_name, score, submission_id FROM scorer_best WHERE leaderboard = $1 AND gpu = $2
-ORDER BY score, submitted_at, submission_id LIMIT $3
+ORDER BY {best_first()} LIMIT $3
 """
-# Ties go to the earlier submission, as the board orders them, whichever replica happened to judge first.
-BEST_UPSERT = """
+# Best is what the standings call best (services/ranking/rules.py): ties go to the earlier submission, whichever
+# replica happened to judge first.
+BEST_UPSERT = f"""
 INSERT INTO scorer_best (leaderboard, gpu, user_id, user_name, score, submission_id, submitted_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 ON CONFLICT (leaderboard, gpu, user_id) DO UPDATE
 SET score = EXCLUDED.score, submission_id = EXCLUDED.submission_id, submitted_at = EXCLUDED.submitted_at,
     user_name = EXCLUDED.user_name
-WHERE (EXCLUDED.score, EXCLUDED.submitted_at, EXCLUDED.submission_id)
-    < (scorer_best.score, scorer_best.submitted_at, scorer_best.submission_id)
+WHERE {better_than("EXCLUDED", "scorer_best")}
 """
 
 

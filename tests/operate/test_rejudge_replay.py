@@ -105,6 +105,7 @@ def test_rescore_after_a_rule_change_moves_the_board_and_a_replay_rebuilds_it_ro
     wait_projected(remote_platform, database_url)
     live = dump(database_url)
     assert live["scores"] and live["scorer_best"] and live["rank_changes"]
+    assert live["standings"] and live["standing_versions"]  # compared row for row below, as every table
     run_cli(remote_platform, "events", "replay", "all", "--source", "archive")
     assert_same(live, dump(database_url))
     run_cli(remote_platform, "events", "replay", "ledger", "--source", "stream")

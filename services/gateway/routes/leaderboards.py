@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 
 from services.gateway import boards, repository, views
-from services.gateway.deps import OptionalUser, Pool, QuietUser
+from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
+from services.gateway.standings_cache import json_response
+
+# Cached answers carry an ETag; a client sending it back in If-None-Match gets 304 while the standings stand still.
+CACHED = {304: {"description": "Not Modified: the ETag sent in If-None-Match is still current"}}
 
 router = APIRouter()
 
@@ -24,26 +30,39 @@ async def list_gpus(leaderboard: str, pool: Pool, user: OptionalUser) -> list[st
     return sorted(board["gpus"])
 
 
-@router.get("/submissions/{leaderboard}/{gpu}")
-async def ranking(leaderboard: str, gpu: str, pool: Pool, user: OptionalUser, limit: int | None = None,
-                  offset: int = 0) -> list[dict]:
+def _json(content) -> bytes:
+    return JSONResponse(jsonable_encoder(content)).body
+
+
+# Both answer from the standings cache with an ETag; who may see the board is checked first, on every request.
+@router.get("/submissions/{leaderboard}/{gpu}", responses=CACHED)
+async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cache: Cache, user: OptionalUser,
+                  limit: int | None = None, offset: int = 0) -> list[dict]:
     if limit is not None and not 1 <= limit <= 1000:
         raise HTTPException(400, "limit must be between 1 and 1000")
     if offset < 0:
         raise HTTPException(400, "offset must be >= 0")
-    board = await boards.readable(pool, leaderboard, user)
+    board = await boards.readable_standings(pool, leaderboard, gpu, user)
     boards.ranked_gpu(board, gpu)
-    rows = await repository.ranking(pool, board["id"], gpu, limit, offset)
-    return [views.ranking_entry(row, board["name"], gpu) for row in rows]
+
+    async def render() -> bytes:
+        rows = await repository.ranking(pool, board["id"], gpu, limit, offset)
+        return _json([views.ranking_entry(row, board["name"], gpu) for row in rows])
+
+    return await json_response(request, cache, board, gpu, ("ranking", limit, offset), render)
 
 
-@router.get("/submission_count/{leaderboard}/{gpu}")
-async def submission_count(leaderboard: str, gpu: str, pool: Pool, user: OptionalUser,
-                           user_id: str | None = None) -> dict:
+@router.get("/submission_count/{leaderboard}/{gpu}", responses=CACHED)
+async def submission_count(request: Request, leaderboard: str, gpu: str, pool: Pool, cache: Cache,
+                           user: OptionalUser, user_id: str | None = None) -> dict:
     """Distinct ranked users; with `user_id`, that user's eligible runs."""
-    board = await boards.readable(pool, leaderboard, user)
+    board = await boards.readable_standings(pool, leaderboard, gpu, user)
     boards.ranked_gpu(board, gpu)
-    return {"count": await repository.submission_count(pool, board["id"], gpu, user_id)}
+
+    async def render() -> bytes:
+        return _json({"count": await repository.submission_count(pool, board["id"], gpu, user_id)})
+
+    return await json_response(request, cache, board, gpu, ("count", user_id), render)
 
 
 @router.get("/runner_queue/{gpu}")

@@ -13,10 +13,11 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Cookie, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
+from markupsafe import Markup
 
 from runner import reports
 from services.gateway import pages_repository, repository, results, views
-from services.gateway.deps import Pool, User
+from services.gateway.deps import Cache, Pool, User
 from services.gateway.web import render
 from services.gateway.web.charts import Attempt, best_over_time
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
@@ -86,7 +87,7 @@ async def leaderboards(pool: Pool, person: Viewer):
 
 
 @router.get("/web/leaderboards/{name}")
-async def leaderboard(name: str, pool: Pool, person: Viewer, gpu: str | None = None):
+async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: str | None = None):
     board = await repository.leaderboard(pool, name)
     # a closed board is absent for whoever may not see it, not merely locked
     if board is None or not await _can_see(pool, board, person):
@@ -96,8 +97,31 @@ async def leaderboard(name: str, pool: Pool, person: Viewer, gpu: str | None = N
     if gpu not in gpus:
         return _not_found(person, f"{board['name']} is not run on {gpu}.")
     ranking_by = board["ranking_by"]
+    version = await repository.standing_version(pool, board["id"], gpu)
+    variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
+    cached = cache.get(board["id"], gpu, version, variant)
+    if cached is None:
+        cached = cache.put(board["id"], gpu, version, variant, await _standing_view(pool, board, gpu))
+    table, attempts, plots = cached.value
+    now = datetime.now(UTC)
+    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings (taken
+    # before the next await, since a request of the next minute may replace it meanwhile)
+    minute = now.replace(second=0, microsecond=0)
+    plot = plots.get(minute)
+    if plot is None:
+        plots.clear()
+        plot = plots[minute] = best_over_time(attempts, now)
+    queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
+    return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
+                table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
+                plot=plot, queue=_queue_text(queue))
+
+
+async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
+    """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
+    (and room for the plot drawn from them)."""
     rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
-    intervals = [score_interval(row["stage_result"], ranking_by) for row in rows]
+    intervals = [score_interval(row["stage_result"], board["ranking_by"]) for row in rows]
     entries = [{
         "rank": row["rank"], "user_name": row["user_name"], "score": format_seconds(row["score"]),
         "interval": f"{format_seconds(iv.low)} – {format_seconds(iv.high)}" if iv else "—",
@@ -105,11 +129,7 @@ async def leaderboard(name: str, pool: Pool, person: Viewer, gpu: str | None = N
     } for row, iv, tie in zip(rows, intervals, ties_with_above(intervals), strict=True)]
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
                 for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
-    now = datetime.now(UTC)
-    queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
-    return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, entries=entries,
-                ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
-                plot=best_over_time(attempts, now), queue=_queue_text(queue))
+    return Markup(render("ranking_table.html", entries=entries)), attempts, {}
 
 
 def _queue_text(queue: dict) -> str:

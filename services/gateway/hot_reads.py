@@ -1,0 +1,97 @@
+"""The hot path of a public board's ranking and count: answered from the standings cache before routing.
+
+Near a deadline everyone refreshes the same rankings; FastAPI's routing and dependency solving cost more than the
+answer itself. This middleware serves only what it can tell is a hit: a GET of a public board's ranking or count on
+one of its GPUs, with well-formed parameters, whose response for the board's current standings version is cached (or
+whose ETag the client already holds). Everything else (a closed board, a miss, an error of any kind) goes on to the
+routes in services/gateway/routes/leaderboards.py, which render, check access and fill the cache.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable
+from types import SimpleNamespace
+from urllib.parse import parse_qsl
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from services.gateway import repository
+from services.gateway.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
+
+PATH = re.compile(r"^/(submissions|submission_count)/([^/]+)/([^/]+)$")
+# The route templates, so request metrics label a hit as the route it stands for.
+ROUTES = {"submissions": SimpleNamespace(path="/submissions/{leaderboard}/{gpu}"),
+          "submission_count": SimpleNamespace(path="/submission_count/{leaderboard}/{gpu}")}
+NUMBER = re.compile(r"^[0-9]{1,18}$")
+
+
+def variant(kind: str, query_string: bytes) -> Hashable | None:
+    """The cache variant the route would use for these parameters; None when only the route can tell."""
+    try:
+        pairs = parse_qsl(query_string.decode("ascii"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        return None
+    params = dict(pairs)
+    if len(params) != len(pairs):
+        return None  # a repeated parameter: the route decides which one counts
+    if kind == "submission_count":
+        user_id = params.get("user_id")
+        return None if user_id == "" else ("count", user_id)
+    limit, offset = params.get("limit"), params.get("offset", "0")
+    if not NUMBER.match(offset) or (limit is not None and not NUMBER.match(limit)):
+        return None
+    if limit is not None and not 1 <= int(limit) <= 1000:
+        return None
+    return ("ranking", None if limit is None else int(limit), int(offset))
+
+
+def if_none_match(scope: Scope) -> bytes | None:
+    for key, value in scope.get("headers", ()):
+        if key == b"if-none-match":
+            return value
+    return None
+
+
+class HotRankings:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and await self._answered(scope, send):
+            return
+        await self.app(scope, receive, send)
+
+    async def _answered(self, scope: Scope, send: Send) -> bool:
+        match = PATH.match(scope["path"])
+        if match is None:
+            return False
+        kind, name, gpu = match.groups()
+        wanted = variant(kind, scope["query_string"])
+        state = scope["app"].state
+        if wanted is None or not hasattr(state, "standings_cache"):
+            return False
+        board = await repository.board_standing(state.pool, name, gpu)
+        if board is None or board["visibility"] != "public" or gpu not in board["gpus"]:
+            return False
+        cache: StandingsCache = state.standings_cache
+        version = board["standing_version"]
+        tag = etag(board["id"], gpu, version, wanted)
+        held = if_none_match(scope)
+        if held is not None and tag.encode() in {t.strip().removeprefix(b"W/") for t in held.split(b",")}:
+            await self._send(scope, send, 304, tag, b"")
+            return True
+        entry = cache.get(board["id"], gpu, version, wanted)
+        if entry is None:
+            return False
+        await self._send(scope, send, 200, entry.etag, entry.value)
+        return True
+
+    @staticmethod
+    async def _send(scope: Scope, send: Send, status: int, tag: str, body: bytes) -> None:
+        scope["route"] = ROUTES[scope["path"].split("/", 2)[1]]
+        headers = [(b"etag", tag.encode()), (b"cache-control", CACHE_CONTROL_PUBLIC.encode())]
+        if status == 200:
+            headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

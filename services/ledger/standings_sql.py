@@ -1,0 +1,69 @@
+"""The standings projection's one statement (migration 0030; services/ranking/rules.py defines eligible and best)."""
+
+from __future__ import annotations
+
+from services.ranking.rules import SUBMISSION_STANDS, best_first
+
+# The standings of the (board, GPU, user) keys a step's events touched (a score computed or revised, a submission
+# deleted, found hacked or reinstated; a deleted board's standings go with it in leaderboard_purge), recomputed from their eligible
+# scores: whatever order the events came in, the row is the best of what stands now, so the projection is
+# order-tolerant and idempotent. A board's version is the stream sequence of the last event that touched it (the same
+# live and replayed); `entries` follows the rows added and removed. Gateways drop their cached rankings of a board on
+# its notification. A user banned keeps their standing (http-api.md §3.33: existing results stay visible).
+STEP = "e.stream_seq BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))"
+STANDING_REFRESH_FROM = f"""
+WITH touched AS (
+    SELECT l.id AS leaderboard_id, e.payload->>'gpu' AS gpu, e.payload->>'user_id' AS user_id, e.stream_seq AS seq
+    FROM event_archive e JOIN leaderboards l ON lower(l.name) = lower(e.payload->>'leaderboard')
+    WHERE e.event_type IN ('ScoreComputed', 'ScoreRevised') AND {STEP}
+    UNION ALL
+    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, e.stream_seq
+    FROM event_archive e JOIN scores sc ON sc.submission_id = (e.payload->>'submission_id')::bigint
+    WHERE (e.event_type IN ('SubmissionDeleted', 'SubmissionReinstated')
+           OR (e.event_type = 'SubmissionFinished' AND e.payload->>'status' = 'hacked')) AND {STEP}
+), keys AS (
+    SELECT leaderboard_id, gpu, user_id, max(seq) AS seq FROM touched GROUP BY leaderboard_id, gpu, user_id
+), best AS (
+    SELECT DISTINCT ON (sc.leaderboard_id, sc.gpu, sc.user_id)
+           sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id, s.user_name,
+           s.file_name, count(*) OVER (PARTITION BY sc.leaderboard_id, sc.gpu, sc.user_id) AS eligible_runs
+    FROM keys k
+    JOIN scores sc ON sc.leaderboard_id = k.leaderboard_id AND sc.gpu = k.gpu AND sc.user_id = k.user_id
+    JOIN submissions s ON s.id = sc.submission_id
+    WHERE {SUBMISSION_STANDS}
+    ORDER BY sc.leaderboard_id, sc.gpu, sc.user_id, {best_first("sc")}
+), removed AS (
+    DELETE FROM standings st USING keys k
+    WHERE st.leaderboard_id = k.leaderboard_id AND st.gpu = k.gpu AND st.user_id = k.user_id
+      AND NOT EXISTS (SELECT 1 FROM best b WHERE b.leaderboard_id = k.leaderboard_id AND b.gpu = k.gpu
+                                             AND b.user_id = k.user_id)
+    RETURNING st.leaderboard_id, st.gpu
+), kept AS (
+    INSERT INTO standings AS st (leaderboard_id, gpu, user_id, submission_id, score, submitted_at, run_id, user_name,
+                                 file_name, eligible_runs)
+    SELECT leaderboard_id, gpu, user_id, submission_id, score, submitted_at, run_id, user_name, file_name,
+           eligible_runs FROM best
+    ON CONFLICT (leaderboard_id, gpu, user_id) DO UPDATE
+    SET submission_id = EXCLUDED.submission_id, score = EXCLUDED.score, submitted_at = EXCLUDED.submitted_at,
+        run_id = EXCLUDED.run_id, user_name = EXCLUDED.user_name, file_name = EXCLUDED.file_name,
+        eligible_runs = EXCLUDED.eligible_runs
+    WHERE (st.submission_id, st.score, st.submitted_at, st.run_id, st.user_name, st.file_name, st.eligible_runs)
+          IS DISTINCT FROM (EXCLUDED.submission_id, EXCLUDED.score, EXCLUDED.submitted_at, EXCLUDED.run_id,
+                            EXCLUDED.user_name, EXCLUDED.file_name, EXCLUDED.eligible_runs)
+    RETURNING st.leaderboard_id, st.gpu, (xmax = 0) AS fresh
+), boards AS (
+    SELECT b.leaderboard_id, b.gpu, max(b.seq) AS seq,
+           (SELECT count(*) FROM kept WHERE kept.fresh AND kept.leaderboard_id = b.leaderboard_id
+                                        AND kept.gpu = b.gpu)
+         - (SELECT count(*) FROM removed r WHERE r.leaderboard_id = b.leaderboard_id AND r.gpu = b.gpu) AS delta
+    FROM keys b GROUP BY b.leaderboard_id, b.gpu
+), versions AS (
+    INSERT INTO standing_versions AS v (leaderboard_id, gpu, version, entries)
+    SELECT leaderboard_id, gpu, seq, delta FROM boards
+    ON CONFLICT (leaderboard_id, gpu) DO UPDATE
+    SET version = GREATEST(v.version, EXCLUDED.version), entries = v.entries + EXCLUDED.entries
+    RETURNING v.leaderboard_id, v.gpu, v.version
+)
+SELECT count(pg_notify('kb_standings', json_build_object('board', leaderboard_id, 'gpu', gpu,
+                                                         'version', version)::text)) FROM versions
+"""
