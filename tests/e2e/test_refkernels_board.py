@@ -25,6 +25,9 @@ def test_a_synced_reference_kernels_board_under_our_harness_ranks_the_honest_and
     competition = checkout / "problems" / "pmpp_v2.yaml"
     data = yaml.safe_load(competition.read_text())
     data["harness"] = "kernelbot"  # the whole competition is judged by our harness
+    # The admission pre-check would hold the exploit as hacked before any harness ran; the organiser only warns on
+    # timer patches here, so what refuses the exploit is the harness.
+    data["precheck"] = {"timer-patch": "warn"}
     data["problems"] = [{**entry, "gpus": ["cpu"]} for entry in data["problems"] if entry["name"] == "vectoradd_v2"]
     competition.write_text(yaml.safe_dump(data, sort_keys=False))
     done = CliRunner().invoke(cli.app, ["problems", "sync", str(checkout / "problems"), "--problem-set", "pmpp_v2"],
@@ -32,6 +35,9 @@ def test_a_synced_reference_kernels_board_under_our_harness_ranks_the_honest_and
     assert done.exit_code == 0 and "created  vectoradd_v2" in done.stdout, done.stdout + done.stderr
     platform.wait_for(lambda: "vectoradd_v2" in {b["name"] for b in platform.http.get("/leaderboards").json()},
                       "the synced board")
+    admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    platform.wait_for(lambda: platform.http.get("/admin/leaderboards/vectoradd_v2/precheck", headers=admin)
+                      .json()["rules"]["timer-patch"]["outcome"] == "warn", "the competition's pre-check outcomes")
 
     alice, mallory = platform.register("3001", "alice"), platform.register("3002", "mallory")
     honest = platform.submit(alice, "vectoradd_v2", "cpu", "leaderboard",
