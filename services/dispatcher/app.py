@@ -11,11 +11,11 @@ from services.dispatcher.backends.carry import PayloadLinks
 from services.dispatcher.backends.registry import build_lanes
 from services.dispatcher.catalogue import build_catalogue
 from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, RUNNERS_BY_GPU_KEY, kit, router
+from services.dispatcher.rerun import router as rerun_router
 from services.dispatcher.scheduler import Scheduler
 from services.kit.consumer import Kit
 from services.kit.runtime import consumer_app
 from services.kit.settings import DispatcherSettings
-from services.operate.rerun import router as rerun_router
 
 router.include_router(rerun_router)  # rejudge --rerun: fresh runs of ranked submissions
 

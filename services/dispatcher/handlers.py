@@ -7,7 +7,6 @@ from datetime import datetime
 
 from faststream.nats import NatsRouter
 
-from runner.payload import build_payload
 from schemas.events import (
     RunCompleted,
     RunDispatched,
@@ -22,6 +21,7 @@ from schemas.events import (
 from schemas.precheck_events import PrecheckVerdict
 from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
 from services.dispatcher import admission_repository, planning, policy, repository, runner_reports
+from services.dispatcher.enqueue import enqueue_runs
 from services.dispatcher.scheduler import completed_event
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
@@ -91,16 +91,7 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
                                                policy.rate_category(event.mode), now)
     runs = planning.plan_runs(event.submission_id, event.mode, event.gpus)
     budget = planning.run_budget_s(board.task, event.mode, launch_allowance_s)
-    requested = []
-    for run in runs:
-        seed = board.secret_seed if run.secret else board.task.seed
-        payload = build_payload(board.task, event.code, run_id=run.run_id, gpu=run.gpu, mode=run.mode,
-                                secret=run.secret, seed=seed)
-        stored = payload.model_dump(mode="json") | {"leaderboard": board.view.name}
-        await repository.enqueue(conn, run.run_id, event.submission_id, run.gpu, stored, budget)
-        requested.append(RunRequested(run_id=run.run_id, submission_id=event.submission_id,
-                                      leaderboard=board.view.name, gpu=run.gpu, mode=run.mode, secret=run.secret,
-                                      timeout_s=budget, **tags))
+    requested = await enqueue_runs(conn, board, event.submission_id, event.code, runs, budget, tags)
     accepted = SubmissionAccepted(
         submission_id=event.submission_id, leaderboard=board.view.name, user_id=event.user_id,
         user_name=event.user_name, mode=event.mode, ranking_by=board.ranking_by, submitted_at=event.occurred_at,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from schemas.contracts import Task
+from schemas.contracts import RunPayload, Task
 from schemas.events import PlannedRun
 
 # harness.md §2: the warm-up or compile step before the stages has its own fixed budget.
@@ -19,6 +19,20 @@ def plan_runs(submission_id: int, mode: str, gpus: list[str]) -> list[PlannedRun
         else:
             runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.{mode}", gpu=gpu, mode=mode))
     return runs
+
+
+def rerun_runs(submission_id: int, gpus: list[str], rejudge_id: str) -> list[PlannedRun]:
+    """A rerun repeats what ranks: a public and a secret-seed run per GPU, named after the rejudge."""
+    return [PlannedRun(run_id=f"{submission_id}.{gpu}.{kind}.{rejudge_id}", gpu=gpu, mode=mode, secret=secret)
+            for gpu in dict.fromkeys(gpus)
+            for kind, mode, secret in (("public", "leaderboard", False), ("secret", "private", True))]
+
+
+class StoredRun(RunPayload):
+    """What the run queue stores for one run: the runner's payload and the leaderboard the run counts for (which
+    RunCompleted names). Runners read it as a RunPayload and ignore the leaderboard."""
+
+    leaderboard: str
 
 
 def stage_timeouts(task: Task, mode: str) -> list[int]:

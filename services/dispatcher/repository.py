@@ -99,6 +99,19 @@ async def enqueue(conn: asyncpg.Connection, run_id: str, submission_id: int, gpu
     await conn.execute(NOTIFY_QUEUE, gpu)
 
 
+# A rerun repeats what ranks: the submissions with a score on the board (on the GPU asked for), with their code.
+RERUN_SUBMISSIONS = """
+SELECT s.id AS submission_id, s.code, array_agg(sc.gpu ORDER BY sc.gpu) AS gpus
+FROM scores sc JOIN submissions s ON s.id = sc.submission_id JOIN leaderboards l ON l.id = sc.leaderboard_id
+WHERE lower(l.name) = lower($1) AND ($2::text IS NULL OR sc.gpu = $2) AND NOT s.deleted
+GROUP BY s.id, s.code ORDER BY s.id
+"""
+
+
+async def rerun_submissions(conn: asyncpg.Connection, leaderboard: str, gpu: str | None):
+    return await conn.fetch(RERUN_SUBMISSIONS, leaderboard, gpu)
+
+
 async def claim(pool: asyncpg.Pool, gpu: str, limit: int, owner: str, lease_s: float,
                 active: list[str]) -> list[ClaimedRun]:
     rows = await pool.fetch(CLAIM, gpu, limit, owner, lease_s, active)

@@ -20,6 +20,7 @@ from schemas.contracts import FullResult, RunPayload
 from schemas.events import RunCompleted, RunDispatched, RunFailed, RunProgress, RunStarted
 from services.dispatcher import repository
 from services.dispatcher.backends.base import PENDING, Backend, BackendUnavailable, JobLost, LaunchError
+from services.dispatcher.planning import StoredRun
 from services.dispatcher.repository import ClaimedRun
 from services.kit.consumer import Kit
 from services.kit.listener import Listener
@@ -56,9 +57,9 @@ def completed_event(run_id: str, submission_id: int, gpu: str, stored_payload: d
                     result: FullResult) -> RunCompleted:
     """A run's RunCompleted from what the dispatcher stored when it planned the run; only the result comes from
     outside. The backend's collection and a runner's own report both build it here, so they are one event."""
-    payload = RunPayload.model_validate(stored_payload)
+    payload = StoredRun.model_validate(stored_payload)
     return RunCompleted(run_id=run_id, submission_id=submission_id, gpu=gpu, correlation_id=str(submission_id),
-                        leaderboard=stored_payload.get("leaderboard", ""), mode=payload.mode, secret=payload.secret,
+                        leaderboard=payload.leaderboard, mode=payload.mode, secret=payload.secret,
                         ranking_by=payload.ranking_by, backend=backend, result=result)
 
 

@@ -83,19 +83,6 @@ async def ranked_count(conn: asyncpg.Connection, leaderboard: str, gpu: str | No
     return await conn.fetchval(RANKED_COUNT, leaderboard, gpu)
 
 
-# A rerun repeats what ranks: the submissions with a score on the board (on the GPU asked for), with their code.
-RERUN_SUBMISSIONS = """
-SELECT s.id AS submission_id, s.code, array_agg(sc.gpu ORDER BY sc.gpu) AS gpus
-FROM scores sc JOIN submissions s ON s.id = sc.submission_id JOIN leaderboards l ON l.id = sc.leaderboard_id
-WHERE lower(l.name) = lower($1) AND ($2::text IS NULL OR sc.gpu = $2) AND NOT s.deleted
-GROUP BY s.id, s.code ORDER BY s.id
-"""
-
-
-async def rerun_submissions(conn: asyncpg.Connection, leaderboard: str, gpu: str | None):
-    return await conn.fetch(RERUN_SUBMISSIONS, leaderboard, gpu)
-
-
 PRECHECK_VERDICT = "SELECT * FROM precheck_verdicts WHERE submission_id = $1"
 SUBMISSION_STATUS = "SELECT status FROM submissions WHERE id = $1 AND NOT deleted"
 PRECHECK_POLICY = """

@@ -8,26 +8,22 @@ from __future__ import annotations
 
 from faststream.nats import NatsRouter
 
-from runner.payload import build_payload
 from schemas.envelope import Event
-from schemas.events import RunRequested
 from schemas.operations_events import RejudgeRequested, RerunPlanned, RerunRun
-from services.dispatcher import planning
-from services.dispatcher import repository as dispatcher_repository
+from services.dispatcher import planning, repository
+from services.dispatcher.enqueue import enqueue_runs
 from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, kit
 from services.kit.bus import document_publishers
 from services.kit.runtime import durable_consumer
-from services.operate import repository
 
 router = NatsRouter()
 document_publishers(router, "dispatcher", (RerunPlanned,))
-RANKED_RUNS = (("public", "leaderboard", False), ("secret", "private", True))
 
 
 async def plan_rerun(conn, request: RejudgeRequested, launch_allowance_s: int) -> list[Event]:
     if request.action != "rerun":
         return []
-    board = await dispatcher_repository.board(conn, request.leaderboard)
+    board = await repository.board(conn, request.leaderboard)
     if board is None:
         return []
     budget = planning.run_budget_s(board.task, "leaderboard", launch_allowance_s)
@@ -35,18 +31,9 @@ async def plan_rerun(conn, request: RejudgeRequested, launch_allowance_s: int) -
     for row in await repository.rerun_submissions(conn, board.view.name, request.gpu):
         submission_id = row["submission_id"]
         tags = {"correlation_id": str(submission_id), "causation_id": request.event_id}
-        runs, requested = [], []
-        for gpu in row["gpus"]:
-            for kind, mode, secret in RANKED_RUNS:
-                run_id = f"{submission_id}.{gpu}.{kind}.{request.rejudge_id}"
-                payload = build_payload(board.task, row["code"], run_id=run_id, gpu=gpu, mode=mode, secret=secret,
-                                        seed=board.secret_seed if secret else board.task.seed)
-                stored = payload.model_dump(mode="json") | {"leaderboard": board.view.name}
-                await dispatcher_repository.enqueue(conn, run_id, submission_id, gpu, stored, budget)
-                runs.append(RerunRun(run_id=run_id, gpu=gpu, mode=mode, secret=secret))
-                requested.append(RunRequested(run_id=run_id, submission_id=submission_id,
-                                              leaderboard=board.view.name, gpu=gpu, mode=mode, secret=secret,
-                                              timeout_s=budget, **tags))
+        planned = planning.rerun_runs(submission_id, row["gpus"], request.rejudge_id)
+        requested = await enqueue_runs(conn, board, submission_id, row["code"], planned, budget, tags)
+        runs = [RerunRun(run_id=r.run_id, gpu=r.gpu, mode=r.mode, secret=r.secret) for r in planned]
         # the plan before its runs, so the scorer usually knows what judges the submission before results arrive
         events += [RerunPlanned(rejudge_id=request.rejudge_id, submission_id=submission_id,
                                 leaderboard=board.view.name, runs=runs, **tags), *requested]
