@@ -12,7 +12,7 @@ import statistics
 import time
 from pathlib import Path
 
-from services.dispatcher.precheck import precheck
+from services.core.admission.precheck import precheck
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = (ROOT / "tests" / "exploits" / "submissions" / "cuda_event_patch.py").read_text()

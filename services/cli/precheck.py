@@ -35,8 +35,9 @@ def rules(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Show a leaderboard's rules and outcomes; with --set, change them (one PrecheckPolicySet event)."""
+    from services.core import operations_repository as repository
+    from services.core import precheck_review as precheck
     from services.kit.bus import publish_all
-    from services.operate import precheck, repository
     from services.operate.db import connection
 
     nats, database = urls(nats_url, database_url)
@@ -69,8 +70,8 @@ def clear(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Clear a `hacked` verdict judged a false positive: the scorer reinstates the submission and rescores."""
+    from services.core import precheck_review as precheck
     from services.kit.bus import publish_all
-    from services.operate import precheck
     from services.operate.db import connection
 
     nats, database = urls(nats_url, database_url)

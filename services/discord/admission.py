@@ -1,4 +1,4 @@
-"""Admission of a Discord submission: the shared policy (services.dispatcher.policy.judge), fed by the same read-model
+"""Admission of a Discord submission: the shared policy (services.core.admission.policy.judge), fed by the same read-model
 queries the gateway's intake uses. A Discord identity is not a popcorn-cli one, so closed leaderboards refuse it.
 """
 
@@ -11,11 +11,11 @@ import asyncpg
 from faststream.nats import NatsBroker
 
 from schemas.events import SubmissionReceived
+from services.core import read_model
+from services.core.admission import policy
+from services.core.admission.facts import admission_facts
+from services.core.admission.source_rules import header_directives
 from services.discord import repository
-from services.dispatcher import policy
-from services.dispatcher.source_rules import header_directives
-from services.gateway import intake
-from services.gateway import repository as read_model
 from services.kit.bus import publish
 
 MODES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "ranked": "leaderboard"}
@@ -65,7 +65,7 @@ async def judge(pool: asyncpg.Pool, who: Submitter, leaderboard: str, gpus: list
     """Every check of http-api.md §6 in its order; raises policy.Refused. Returns the admitted submission and the
     board's own spelling of its name."""
     now = datetime.now(UTC)
-    found, board, rate_limit = await intake.admission_facts(pool, leaderboard, who.user_id, mode, now)
+    found, board, rate_limit = await admission_facts(pool, leaderboard, who.user_id, mode, now)
     person = await repository.user(pool, who.user_id)
     applicant = policy.Applicant(banned=bool(person and person["banned"]), via_cli=False, invited=found["invited"])
     admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,

@@ -17,8 +17,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import discord
 
+from services.core import read_model
 from services.discord import forum, projection, reporting, repository, texts
-from services.gateway import repository as read_model
 
 log = logging.getLogger("kernelbot.discord")
 

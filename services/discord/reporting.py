@@ -1,6 +1,6 @@
 """A run's reports for Discord, built by the one report module the gateway uses (runner.reports). Pure.
 
-The result is shaped exactly as the gateway rebuilds it from the read model (services.gateway.results), so a
+The result is shaped exactly as the gateway rebuilds it from the read model (services.core.results), so a
 thread shows the same report as a popcorn-cli client gets for the same run.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from runner import reports
 from schemas.events import RunCompleted
-from services.gateway.results import eval_result
+from services.core.results import eval_result
 
 
 def run_result(event: RunCompleted) -> dict[str, Any]:

@@ -20,7 +20,8 @@ from schemas.events import (
 )
 from schemas.precheck_events import PrecheckVerdict
 from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
-from services.dispatcher import admission_repository, planning, policy, repository, runner_reports
+from services.core.admission import policy
+from services.dispatcher import admission_repository, planning, repository, runner_reports
 from services.dispatcher.enqueue import enqueue_runs
 from services.dispatcher.scheduler import completed_event
 from services.kit.bus import document_publishers

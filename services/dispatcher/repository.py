@@ -8,7 +8,7 @@ from datetime import datetime
 import asyncpg
 
 from schemas.contracts import Task
-from services.dispatcher.policy import LeaderboardView
+from services.core.admission.policy import LeaderboardView
 
 LEADERBOARD = """
 SELECT id, name, gpus, deadline, task, secret_seed, ranking_by, visibility FROM leaderboards

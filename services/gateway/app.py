@@ -10,6 +10,7 @@ from schemas.auth_events import OAuthUserRegistered
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
+from services.core.hf_schedule import ExportSchedule
 from services.gateway import errors, openapi
 from services.gateway.hot_reads import HotRankings
 from services.gateway.long_poll import PollMemory
@@ -32,7 +33,6 @@ from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
 from services.kit.settings import GatewaySettings
-from services.operate.hf_schedule import ExportSchedule
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:

@@ -1,26 +1,21 @@
 """Who may see a leaderboard (http-api.md §3.4, §3.5), in one place for every read route. Submitting is judged by
-the shared admission policy (services.dispatcher.policy)."""
+the shared admission policy (services.core.admission.policy)."""
 
 from __future__ import annotations
 
 import asyncpg
 from fastapi import HTTPException
 
-from services.dispatcher import policy
-from services.gateway import repository
+from services.core import read_model as repository
+from services.core.admission import policy
+from services.core.admission.facts import board_view
 from services.gateway.deps import User
-
-
-def view(row) -> policy.LeaderboardView:
-    """What the shared admission rules need to know of a leaderboard row."""
-    return policy.LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"],
-                                  lang=row["task"].get("lang", "py"), visibility=row["visibility"])
 
 
 async def existing(pool: asyncpg.Pool, name: str):
     """The leaderboard, matched case-insensitively; 404 when there is none."""
     row = await repository.leaderboard(pool, name)
-    policy.check_leaderboard(name, view(row) if row else None)
+    policy.check_leaderboard(name, board_view(row) if row else None)
     return row
 
 
@@ -34,7 +29,7 @@ async def readable(pool: asyncpg.Pool, name: str, user: User | None):
 async def readable_standings(pool: asyncpg.Pool, name: str, gpu: str, user: User | None):
     """As `readable`, for a ranking of one GPU: the board with its standings' version, in one read."""
     row = await repository.board_standing(pool, name, gpu)
-    policy.check_leaderboard(name, view(row) if row else None)
+    policy.check_leaderboard(name, board_view(row) if row else None)
     await _check_access(pool, row, user)
     return row
 
@@ -49,5 +44,5 @@ async def _check_access(pool: asyncpg.Pool, row, user: User | None) -> None:
 
 def ranked_gpu(row, gpu: str) -> str:
     """The exact GPU name of a ranking, or the 400 that lists the supported ones."""
-    policy.check_gpu(view(row), gpu)
+    policy.check_gpu(board_view(row), gpu)
     return gpu

@@ -10,7 +10,7 @@ import asyncpg
 from fastapi import Depends, Header, HTTPException, Request
 from faststream.nats import NatsBroker
 
-from services.gateway import repository
+from services.core import read_model as repository
 from services.gateway.standings_cache import StandingsCache
 from services.kit.settings import GatewaySettings
 

@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from services.dispatcher.policy import Refused
+from services.core.admission.policy import Refused
 from services.kit.bus import PublishFailed
 
 log = logging.getLogger("kernelbot.gateway")

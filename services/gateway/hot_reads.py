@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.gateway import repository
+from services.core import read_model as repository
 from services.gateway.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
 
 PATH = re.compile(r"^/(submissions|submission_count)/([^/]+)/([^/]+)$")

@@ -1,6 +1,6 @@
 """The one admission path of every submit route (http-api.md §6): judge, record, and answer with the decision.
 
-The rules live in services.dispatcher.policy, shared with the dispatcher. The gateway judges first with what its
+The rules live in services.core.admission.policy, shared with the dispatcher. The gateway judges first with what its
 read model shows, so most refusals cost no event; then it publishes SubmissionReceived and waits for the
 dispatcher's authoritative decision, so a submission refused there (two parallel requests racing for the last
 rate-limit slot, a ban that just landed) still gets its plain HTTP error instead of a 202.
@@ -15,13 +15,13 @@ from datetime import UTC, datetime
 from fastapi import Request, UploadFile
 
 from schemas.events import SubmissionReceived
-from services.dispatcher import policy
-from services.gateway import boards, repository
+from services.core import read_model as repository
+from services.core.admission import policy
+from services.core.admission.facts import admission_facts
 from services.gateway.deps import User
 from services.kit.bus import publish
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-CATEGORY_MODES = {"leaderboard": ("leaderboard",), "test": ("test", "benchmark", "profile")}
 
 
 @dataclass(frozen=True)
@@ -30,20 +30,6 @@ class Accepted:
     leaderboard: str
     gpu: str
     mode: str
-
-
-async def admission_facts(pool, leaderboard: str, user_id: str, mode: str, now: datetime):
-    """What the policy needs from the read model, for every front end: the admission row (board, intake, invite),
-    the board's view (None when unknown) and the caller's rate limit in the mode's category (None when unlimited)."""
-    category = policy.rate_category(mode.lower())
-    found = await repository.admission(pool, leaderboard, user_id, category)
-    board = boards.view(found) if found["id"] is not None else None
-    rate_limit = None
-    if board is not None and found["rate_max"] is not None:
-        recent = await repository.recent_submissions(pool, user_id, found["id"], CATEGORY_MODES[category],
-                                                     now - policy.RATE_WINDOW)
-        rate_limit = policy.RateLimit(found["rate_max"], recent)
-    return found, board, rate_limit
 
 
 async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile,

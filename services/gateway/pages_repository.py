@@ -1,10 +1,10 @@
-"""SQL the web pages read beyond the API's own queries (services/gateway/repository.py)."""
+"""SQL the web pages read beyond the API's own queries (services/core/read_model.py)."""
 
 from __future__ import annotations
 
 import asyncpg
 
-from services.gateway.repository import RANKING as API_RANKING
+from services.core.read_model import RANKING as API_RANKING
 
 # The API's ranking (http-api.md §3.7, read from the standings) with the leaderboard stage's result map, from which
 # the page computes each entry's interval: one primary-key read per row shown.

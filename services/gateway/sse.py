@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import reports
-from services.gateway.results import RunOutcome
+from services.core.results import RunOutcome
 
 log = logging.getLogger("kernelbot.gateway")
 

@@ -46,7 +46,7 @@ class OAuthProvider(BaseModel):
 
 
 class HfExportSettings(ServiceSettings):
-    """The open data set on the Hugging Face Hub (services/operate/hf_export.py)."""
+    """The open data set on the Hugging Face Hub (services/core/hf_export.py)."""
 
     hf_token: SecretStr | None = None
     hf_private_dataset: str = ""  # owner/name of the data set exports go to by default

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 from schemas.operations_events import RejudgeAction, RejudgeRequested
-from services.operate import repository
+from services.core import operations_repository as repository
 from services.scorer import rejudge
 from services.scorer.scoring import BoardEntry
 

@@ -28,7 +28,7 @@ CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text(
 BACKENDS = sorted(PREFIXES)
 SCENARIOS = {"run": "test", "canned": "leaderboard", "hang": "test", "lost": "test", "noresult": "test",
              "refused": "test", "ambiguous": "test", "largest": "test"}
-MAX_SUBMISSION_BYTES = 1_000_000  # the gateway's limit (services/dispatcher/policy.py)
+MAX_SUBMISSION_BYTES = 1_000_000  # the gateway's limit (services/core/admission/policy.py)
 # Incompressible padding: compressed and base64-encoded it stays about 1 MB, more than any inline carrier holds.
 _NOISE = random.Random(15)
 LARGEST = CODE + "".join(

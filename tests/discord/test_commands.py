@@ -152,7 +152,7 @@ async def test_read_commands_answer_from_the_read_model(wire):
 
 async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_confirming(wire, platform):
     from schemas.events import SubmissionReceived
-    from services.gateway import repository as read_model
+    from services.core import read_model
     from services.kit.bus import publish_all
 
     admin = Person(7009, "admin", roles=(int(wire.fake.role_named(ADMIN_ROLE)["id"]),))

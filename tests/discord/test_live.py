@@ -7,9 +7,8 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from runner import reports
+from services.core import read_model, results
 from services.discord import texts
-from services.gateway import repository as read_model
-from services.gateway import results
 from tests.discord.wire import Person, eventually, option, start_bot
 from tests.support.platform import identity_board
 

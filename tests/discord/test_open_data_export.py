@@ -16,8 +16,8 @@ import pyarrow.parquet as pq
 from problems import PROBLEMS_ROOT
 from runner.taskfile import load_problem
 from schemas.events import LeaderboardCreated
+from services.core.hf_schedule import FILENAME, ExportSchedule
 from services.kit.settings import GatewaySettings
-from services.operate.hf_schedule import FILENAME, ExportSchedule
 from tests.discord.wire import Person, option, start_bot
 from tests.support.fakes.hf_hub import TOKEN
 

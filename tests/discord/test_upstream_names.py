@@ -10,7 +10,7 @@ import asyncpg
 
 from problems import PROBLEMS_ROOT
 from schemas.events import LeaderboardUpdated
-from services.gateway import repository as read_model
+from services.core import read_model
 from services.kit.bus import publish_all
 from tests.discord.wire import Person, eventually, option
 from tests.support.platform import identity_board

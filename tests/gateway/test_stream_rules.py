@@ -8,7 +8,8 @@ import json
 from runner import reports
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import RunCompleted, SubmissionDeleted
-from services.gateway import results, sse
+from services.core import results
+from services.gateway import sse
 from services.ledger import projections
 from services.ledger.archive_sql import ARCHIVE_STATEMENTS
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from services.cli.problems import archive, report_lines
-from services.gateway import problem_archive
-from services.gateway.problem_archive import ArchiveError, archive_url, find_problems_root, unpack
+from services.core.problems import archive as problem_archive
+from services.core.problems.archive import ArchiveError, archive_url, find_problems_root, unpack
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels"
 

@@ -11,7 +11,7 @@ import yaml
 
 from runner.competition import CompetitionFileError, load_competition, parse_deadline
 from schemas.events import LeaderboardCreated, LeaderboardUpdated
-from services.gateway.problemsync import Board, ProblemSetNotFound, plan_sync
+from services.core.problems.sync import Board, ProblemSetNotFound, plan_sync
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
 NOW = datetime(2026, 11, 22, 8, 0, tzinfo=UTC)

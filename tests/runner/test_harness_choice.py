@@ -18,7 +18,7 @@ from runner.longreport import long_report
 from runner.payload import build_payload
 from runner.reports import render_text
 from runner.taskfile import TaskFileError, load_problem
-from services.gateway.problemsync import plan_sync
+from services.core.problems.sync import plan_sync
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
 VECTORADD = FIXTURE / "pmpp_v2" / "vectoradd_py"
@@ -126,7 +126,7 @@ def test_the_competition_file_chooses_per_competition_and_per_problem(tmp_path):
 
 
 def test_switching_the_harness_of_a_board_needs_force(tmp_path):
-    from services.gateway.problemsync import Board
+    from services.core.problems.sync import Board
 
     checkout = Path(shutil.copytree(FIXTURE, tmp_path / "problems"))
     created = {e.name: Board(e.name, e.task.model_dump(mode="json"), e.description, e.templates, e.deadline)

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.dispatcher import policy
-from services.dispatcher.policy import Applicant, LeaderboardView, RateLimit, Refusal, Refused
-from services.dispatcher.source_rules import identifier_words
+from services.core.admission import policy
+from services.core.admission.policy import Applicant, LeaderboardView, RateLimit, Refusal, Refused
+from services.core.admission.source_rules import identifier_words
 
 NOW = datetime(2029, 6, 1, 12, 0, tzinfo=UTC)
 BOARD = LeaderboardView(name="grayscale", gpus=("H100",), deadline=NOW + timedelta(days=1), lang="py")

@@ -1,4 +1,4 @@
-"""Admission (services/dispatcher/policy.py) against http-api.md §6: each refusal's status and exact detail."""
+"""Admission (services/core/admission/policy.py) against http-api.md §6: each refusal's status and exact detail."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.dispatcher import policy
-from services.dispatcher.policy import LeaderboardView, Refusal, Refused
+from services.core.admission import policy
+from services.core.admission.policy import LeaderboardView, Refusal, Refused
 
 DEADLINE = datetime(2030, 1, 1, tzinfo=UTC)
 BEFORE = DEADLINE - timedelta(days=1)

@@ -19,6 +19,10 @@ from problems import PROBLEMS_ROOT
 from runner.taskfile import TaskFileError, load_problem
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, SubmissionDeleted
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
+from services.core import admin_repository, read_model, views
+from services.core.problems import archive as problem_archive
+from services.core.problems import repository as problems_repository
+from services.core.problems.sync import ProblemSetNotFound, name_problem, plan_sync
 from services.discord.commands import admin_upstream
 from services.discord.commands.common import (
     admin_only,
@@ -31,10 +35,6 @@ from services.discord.commands.common import (
     text_file,
 )
 from services.discord.commands.leaderboard import submission_summary
-from services.gateway import admin_repository, problem_archive, problems_repository, views
-from services.gateway import repository as read_model
-from services.gateway.problemsync import ProblemSetNotFound, name_problem, plan_sync
-from services.gateway.routes.admin_problems import REPOSITORY
 from services.kit.bus import publish
 
 DEV_LIFETIME = timedelta(days=30)
@@ -71,7 +71,7 @@ class Confirm(discord.ui.View):
 
 
 async def sync_problems(ctx, repository: str | None, branch: str, problem_set: str | None, force: bool):
-    """The gateway's problem sync (services.gateway.problemsync), fed by a repository archive or the local root."""
+    """The gateway's problem sync (services.core.problems.sync), fed by a repository archive or the local root."""
     boards = await problems_repository.boards(ctx.pool)
 
     def plan(root: Path):
@@ -80,7 +80,7 @@ async def sync_problems(ctx, repository: str | None, branch: str, problem_set: s
 
     if not repository:
         return await asyncio.to_thread(plan, _problems_root(ctx))
-    if not REPOSITORY.match(repository) or not branch or "/" in branch:
+    if not problem_archive.REPOSITORY.match(repository) or not branch or "/" in branch:
         raise ValueError("repository must be <owner>/<name>, and the branch a name without slashes")
     data = await problem_archive.download(
         problem_archive.archive_url(ctx.settings.problems_archive_url, repository, branch))

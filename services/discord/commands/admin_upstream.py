@@ -17,14 +17,13 @@ from discord import app_commands
 
 from runner.taskfile import TaskFileError, load_problem
 from schemas.events import LeaderboardCreated, UserRenamed
+from services.core import hf_export, read_model
+from services.core.admission import policy
 from services.discord import admission, forum
 from services.discord import repository as bot_repository
 from services.discord.commands.common import admin_only, reply, text_file, who
 from services.discord.projection import SCRATCH_FORUM_ID
-from services.dispatcher import policy
-from services.gateway import repository as read_model
 from services.kit.bus import publish
-from services.operate import hf_export
 
 log = logging.getLogger("kernelbot.discord")
 VERIFY_WAIT_S = 600.0  # under the interaction token's 15 minutes

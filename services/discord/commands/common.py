@@ -8,9 +8,9 @@ import logging
 import discord
 from discord import app_commands
 
+from services.core.admission import policy
 from services.discord import repository
 from services.discord.layout import ADMIN_ROLE, CREATOR_ROLE
-from services.dispatcher import policy
 
 MAX_CHOICES = 25
 log = logging.getLogger("kernelbot.discord")
@@ -111,7 +111,7 @@ def board_autocomplete(ctx):
 
 def gpu_autocomplete(ctx):
     """The GPUs of the leaderboard named in the same command (its `leaderboard` option)."""
-    from services.gateway import repository as read_model
+    from services.core import read_model
 
     async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         name = getattr(interaction.namespace, "leaderboard", None)

@@ -6,10 +6,10 @@ import discord
 from discord import app_commands
 
 from schemas.contracts import SUBMISSION_MARKER
+from services.core import read_model
 from services.discord import texts
 from services.discord.commands.common import board_autocomplete, gpu_autocomplete, on_error, reply, text_file
 from services.discord.commands.submit import submit_group
-from services.gateway import repository as read_model
 
 PAGE_SIZE = 10
 RANKING_SIZE = 10  # ranks per page of /leaderboard show

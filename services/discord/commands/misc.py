@@ -9,10 +9,10 @@ import discord
 from discord import app_commands
 
 from problems import PROBLEMS_ROOT
+from services.core.admission import policy
 from services.discord import admission, repository
 from services.discord.commands.common import admin_only, on_error, refusal_text, reply, who
 from services.discord.commands.submit import _record
-from services.dispatcher import policy
 
 KNOWN_SOLUTION = PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py"
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 import discord
 from discord import app_commands
 
+from services.core import read_model
+from services.core.admission import policy
 from services.discord import admission, repository, texts
 from services.discord.commands.common import board_autocomplete, gpu_autocomplete, refusal_text, reply, who
-from services.dispatcher import policy
-from services.gateway import repository as read_model
 from services.kit.bus import PublishFailed
 
 log = logging.getLogger("kernelbot.discord")

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel
 
 from schemas.events import CliUserRegistered
-from services.gateway import repository
+from services.core import read_model as repository
 from services.gateway.deps import Broker, Pool, require_admin
 from services.gateway.routes import admin_policy, admin_precheck, admin_submissions
 from services.kit.bus import publish

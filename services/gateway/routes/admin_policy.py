@@ -19,8 +19,10 @@ from schemas.policy_events import (
     UserBanned,
     UserUnbanned,
 )
-from services.dispatcher import policy
-from services.gateway import admin_repository, boards, repository, views
+from services.core import admin_repository, views
+from services.core import read_model as repository
+from services.core.admission import policy
+from services.gateway import boards
 from services.gateway.changes import bad_request, change_id, field, integer, publish_and_settle, text
 from services.gateway.deps import Pool
 

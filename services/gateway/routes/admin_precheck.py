@@ -7,9 +7,10 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Request
 
+from services.core import operations_repository as repository
+from services.core import precheck_review as precheck
 from services.gateway.changes import field, publish_and_settle
 from services.gateway.deps import Pool
-from services.operate import precheck, repository
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]

@@ -26,9 +26,10 @@ from runner.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated, SubmissionDeleted
 from schemas.precheck_events import PrecheckPolicySet
-from services.gateway import problem_archive, problems_repository
+from services.core.problems import archive as problem_archive
+from services.core.problems import repository as problems_repository
+from services.core.problems.sync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
 from services.gateway.deps import Broker, Pool, Settings, require_admin
-from services.gateway.problemsync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
 from services.kit.bus import PublishFailed, publish
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
@@ -36,7 +37,6 @@ router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 PUBLISHES = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted, PrecheckPolicySet)
 
 VISIBILITIES = ("public", "closed")
-REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")
 DIRECTORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 POLL_S = 0.05
 
@@ -180,7 +180,7 @@ async def update_problems(body: UpdateProblems, pool: Pool, broker: Broker, sett
     if "/" in body.branch:
         raise HTTPException(400, "Branch names with slashes are not supported")
     visibility = _visibility(body.visibility)
-    if not REPOSITORY.match(body.repository) or not body.branch:
+    if not problem_archive.REPOSITORY.match(body.repository) or not body.branch:
         raise HTTPException(400, "repository must be <owner>/<name> and branch must not be empty")
     url = problem_archive.archive_url(settings.problems_archive_url, body.repository, body.branch)
     try:

@@ -10,12 +10,14 @@ from fastapi import APIRouter, Body, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse
 
 from schemas.events import SubmissionDeleted
-from services.gateway import admin_repository, boards, intake, repository, views
+from services.core import admin_repository, hf_export, views
+from services.core import operations_repository as operate_repository
+from services.core import precheck_review as precheck
+from services.core import read_model as repository
+from services.gateway import boards, intake
 from services.gateway.changes import bad_request, field
 from services.gateway.deps import CurrentUser, Pool
 from services.gateway.routes.submissions import accepted_response
-from services.operate import hf_export, precheck
-from services.operate import repository as operate_repository
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]
@@ -91,7 +93,7 @@ async def leaderboard_submissions(leaderboard: str, pool: Pool, limit: int = 100
 
 @router.post("/export-hf")
 async def export_to_hugging_face(request: Request, pool: Pool, body: JsonBody = None) -> dict:
-    """The open-data export (services.operate.hf_export), to the private data set unless `private` is false."""
+    """The open-data export (services.core.hf_export), to the private data set unless `private` is false."""
     try:
         done = await hf_export.export_to_hub(pool, request.app.state.settings, field(body, "leaderboard_ids"),
                                              field(body, "filename"), private=field(body, "private") is not False)

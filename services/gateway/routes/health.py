@@ -7,7 +7,7 @@ import asyncio
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from services.gateway import repository
+from services.core import read_model as repository
 from services.gateway.deps import Broker, Pool
 
 router = APIRouter()

@@ -6,7 +6,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
-from services.gateway import boards, repository, views
+from services.core import read_model as repository
+from services.core import views
+from services.gateway import boards
 from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
 from services.gateway.standings_cache import json_response
 

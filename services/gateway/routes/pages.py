@@ -16,7 +16,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
 from runner import reports
-from services.gateway import pages_repository, repository, results, views
+from services.core import read_model as repository
+from services.core import results, views
+from services.gateway import pages_repository
 from services.gateway.deps import Cache, Pool, User
 from services.gateway.web import render
 from services.gateway.web.charts import Attempt, best_over_time

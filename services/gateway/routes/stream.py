@@ -10,7 +10,9 @@ from fastapi import APIRouter, Request, UploadFile
 from fastapi.responses import StreamingResponse
 from starlette.convertors import Convertor, register_url_convertor
 
-from services.gateway import intake, repository, results, sse
+from services.core import read_model as repository
+from services.core import results
+from services.gateway import intake, sse
 from services.gateway.deps import CliUser
 
 RESERVED = ("admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "leaderboards",

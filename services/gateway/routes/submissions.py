@@ -5,7 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Request, UploadFile
 from fastapi.responses import JSONResponse
 
-from services.gateway import intake, repository, views
+from services.core import read_model as repository
+from services.core import views
+from services.gateway import intake
 from services.gateway.deps import CurrentUser, Pool
 
 router = APIRouter()

@@ -9,7 +9,9 @@ from fastapi import APIRouter, Body, HTTPException, Request
 
 from schemas.events import SubmissionDeleted
 from schemas.policy_events import InviteClaimed
-from services.gateway import admin_repository, long_poll, repository, views
+from services.core import admin_repository, views
+from services.core import read_model as repository
+from services.gateway import long_poll
 from services.gateway.changes import bad_request, field, publish_and_settle
 from services.gateway.deps import Broker, CliUser, CurrentUser, Pool, Settings
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import asyncpg
 
-from services.operate import repository
+from services.core import operations_repository as repository
 
 COLUMNS = ("leaderboard", "gpu", "rank", "submission_id", "user_id", "user_name", "file_name", "score",
            "submitted_at", "harness_version", "run_id", "code")

@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from services.operate import hf_export, repository
+from services.core import hf_export
+from services.core import operations_repository as repository
 
 log = logging.getLogger("kernelbot.export")
 FILENAME = "scheduled/leaderboards.parquet"

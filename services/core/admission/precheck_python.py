@@ -1,4 +1,4 @@
-"""The pre-check's Python rules, over the syntax tree (services.dispatcher.precheck holds the rules' table).
+"""The pre-check's Python rules, over the syntax tree (services.core.admission.precheck holds the rules' table).
 
 Names are resolved through the file's imports and plain aliases (`import torch.cuda as tc`, `from time import
 perf_counter as pc`, `cuda = torch.cuda`), so a rule matches the API and not a spelling. Comments and docstrings

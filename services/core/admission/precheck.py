@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from services.dispatcher.precheck_python import docstrings, python_hits
+from services.core.admission.precheck_python import docstrings, python_hits
 
 Outcome = str  # "refuse" | "hacked" | "warn" | "off"
 OUTCOMES = ("refuse", "hacked", "warn", "off")

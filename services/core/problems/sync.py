@@ -26,7 +26,7 @@ from schemas.contracts import Task
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet
-from services.dispatcher.precheck import validate_overrides
+from services.core.admission.precheck import validate_overrides
 
 # Scoring- or correctness-relevant: a change needs force (the new platform's list, harness.md §1.6).
 SIGNIFICANT = ("files", "config", "lang", "tests", "benchmarks", "ranking_by", "seed", "multi_gpu", "harness")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from services.dispatcher.refusal import refuse
+from services.core.admission.refusal import refuse
 
 STREAM_WORK = ("Your code contains work on another stream. This is not allowed and may result in your "
                "disqualification. If you think this is a mistake, please contact us.")

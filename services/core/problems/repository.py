@@ -6,7 +6,7 @@ import json
 
 import asyncpg
 
-from services.gateway.problemsync import Board
+from services.core.problems.sync import Board
 
 BOARDS = "SELECT name, task, description, templates, deadline FROM leaderboards"
 BOARD = "SELECT id, name, task_hash FROM leaderboards WHERE lower(name) = lower($1)"

@@ -8,6 +8,7 @@ outside its directory nor fill the disk.
 from __future__ import annotations
 
 import io
+import re
 import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
@@ -15,6 +16,7 @@ from urllib.parse import quote
 
 import httpx
 
+REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+\Z")  # <owner>/<name> on GitHub
 MAX_DOWNLOAD_BYTES = 100 * 1024 * 1024
 MAX_UNPACKED_BYTES = 300 * 1024 * 1024
 MAX_FILES = 50_000

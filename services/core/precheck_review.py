@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet
-from services.dispatcher.precheck import RULES, validate_overrides
-from services.operate import repository
+from services.core import operations_repository as repository
+from services.core.admission.precheck import RULES, validate_overrides
 
 
 class PrecheckError(Exception):

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import asyncpg
 
-from services.operate import exports, repository
+from services.core import exports
+from services.core import operations_repository as repository
 
 
 class ExportRefused(ValueError):

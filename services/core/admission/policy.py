@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from schemas.precheck_events import PrecheckFinding, PrecheckVerdict
-from services.dispatcher import precheck
-from services.dispatcher.refusal import Refusal, Refused, refuse
-from services.dispatcher.source_rules import check_directives, check_polite_file_name, check_streams
+from services.core.admission import precheck
+from services.core.admission.refusal import Refusal, Refused, refuse
+from services.core.admission.source_rules import check_directives, check_polite_file_name, check_streams
 
 __all__ = ["Refusal", "Refused"]
 

@@ -1,0 +1,2 @@
+"""The shared core: what more than one front end (gateway, Discord bot, dispatcher, operator CLI) needs. It imports
+schemas, runner's pure libraries, services.kit and services.ranking, never a service."""
