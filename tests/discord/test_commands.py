@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 from tests.discord.wire import Person, option
 from tests.support.fake_discord import FakeDiscord, user_payload
@@ -168,6 +169,19 @@ async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_co
         if await read_model.leaderboard(pool, "identity_py-dev") is not None:
             break
         await asyncio.sleep(0.05)
+
+    # creating it again replaces it (as the gateway's POST /admin/leaderboards does), and it lives a year
+    first = await read_model.leaderboard(pool, "identity_py-dev")
+    again = wire.interact(admin, "admin", [{"name": "create-dev-leaderboard", "type": 1, "options": [
+        option("directory", "examples/identity_py"), option("gpu", "cpu")]}])
+    assert await wire.answer(again) == "✅ Created `identity_py-dev`."
+    for _ in range(200):
+        replaced = await read_model.leaderboard(pool, "identity_py-dev")
+        if replaced is not None and replaced["id"] != first["id"]:
+            break
+        await asyncio.sleep(0.05)
+    assert replaced["id"] != first["id"]
+    assert timedelta(days=364) < replaced["deadline"] - datetime.now(UTC) <= timedelta(days=365)
 
     def delete_board(confirm: str) -> str:
         return wire.interact(admin, "admin", [{"name": "delete-leaderboard", "type": 1, "options": [

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 import threading
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -218,6 +219,9 @@ def test_update_problems_and_dev_leaderboards_and_deleting_them(platform, checko
     assert create({"directory": "matmul_cu", "visibility": "closed"}).status_code == 200
     assert not visible(9001)
     assert platform.boards()["matmul_cu-dev"]["visibility"] == "closed"
+    # a dev board lives a year, from both front ends (services.core.dev_boards; the bot's test checks its side)
+    deadline = datetime.fromisoformat(platform.boards()["matmul_cu-dev"]["deadline"])
+    assert timedelta(days=364) < deadline - datetime.now(UTC) <= timedelta(days=365)
 
     # DELETE /admin/leaderboards: refused while submissions exist, unless forced
     submit(9002)

@@ -17,9 +17,9 @@ from discord import app_commands
 
 from problems import PROBLEMS_ROOT
 from runner.taskfile import TaskFileError, load_problem
-from schemas.events import LeaderboardCreated, LeaderboardDeleted, SubmissionDeleted
+from schemas.events import SubmissionDeleted
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
-from services.core import admin_repository, read_model, views
+from services.core import admin_repository, dev_boards, read_model, views
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, name_problem, plan_sync
@@ -36,8 +36,6 @@ from services.discord.commands.common import (
 )
 from services.discord.commands.leaderboard import submission_summary
 from services.kit.bus import publish
-
-DEV_LIFETIME = timedelta(days=30)
 
 
 def _problems_root(ctx) -> Path:
@@ -95,11 +93,7 @@ def group(ctx) -> app_commands.Group:
 
     async def delete_board(row, *, force: bool) -> None:
         """As the gateway's admin route does: the live submissions first, then the board, under a fresh tag."""
-        live = await problems_repository.live_submissions(ctx.pool, row["name"])
-        events = [SubmissionDeleted(submission_id=s["id"], user_id=str(s["user_id"]), by_admin=True) for s in live]
-        events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{uuid.uuid4().hex}",
-                                         name=row["name"], task_hash=row["task_hash"], force=force))
-        for event in events:
+        for event in await dev_boards.deletion_events(ctx.pool, row, force=force):
             await publish(ctx.broker, event)
 
     @admin.command(name="create-dev-leaderboard", description="A leaderboard from a local problem directory")
@@ -117,17 +111,16 @@ def group(ctx) -> app_commands.Group:
         except (TaskFileError, OSError) as exc:
             await reply(interaction, f"❌ {exc}")
             return
-        name = f"{path.name}-dev".lower()
+        name = dev_boards.dev_board_name(path.name)
         gpus = [g.strip() for g in gpu.split(",") if g.strip()] if gpu else problem.gpus
         refusal = name_problem(name) or ("" if gpus else "no GPUs: name some, or list them in task.yml")
-        if refusal or await read_model.leaderboard(ctx.pool, name) is not None:
-            await reply(interaction, f"❌ {refusal or f'Leaderboard `{name}` exists already.'}")
+        if refusal:
+            await reply(interaction, f"❌ {refusal}")
             return
-        await publish(ctx.broker, LeaderboardCreated(
-            event_id=f"LeaderboardCreated:{name}:{uuid.uuid4().hex}", name=name, description=problem.description,
-            task=problem.task, task_hash=problem.task_hash, templates=problem.templates, gpus=gpus,
-            deadline=datetime.now(UTC) + DEV_LIFETIME, secret_seed=secrets.randbits(31),
-            creator_id=interaction.user.id))
+        events, _ = await dev_boards.dev_board_events(ctx.pool, name, problem, gpus=gpus, now=datetime.now(UTC),
+                                                      creator_id=interaction.user.id)
+        for event in events:
+            await publish(ctx.broker, event)
         await reply(interaction, f"✅ Created `{name}`.")
 
     admin.add_command(alias(create_dev, "create-local", "Upstream's name of create-dev-leaderboard"))

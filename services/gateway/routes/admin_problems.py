@@ -21,11 +21,11 @@ from fastapi import APIRouter, Depends, HTTPException, UploadFile
 from pydantic import BaseModel
 
 from problems import PROBLEMS_ROOT
-from runner.competition import DEFAULT_LIFETIME
 from runner.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
 from schemas.envelope import Event
-from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated, SubmissionDeleted
+from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet
+from services.core import dev_boards
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
@@ -79,15 +79,10 @@ async def _await_projection(pool, settings, written: list[Event], deleted: list[
 
 
 async def _deletion(pool, row, *, force: bool, tag: str) -> list[Event]:
-    """The events that delete a board: its live submissions first (with force), then the board itself."""
-    submissions = await problems_repository.live_submissions(pool, row["name"])
-    if submissions and not force:
-        raise HTTPException(400, f"Could not delete leaderboard `{row['name']}` with existing submissions.")
-    events: list[Event] = [SubmissionDeleted(submission_id=s["id"], user_id=str(s["user_id"]), by_admin=True)
-                           for s in submissions]
-    events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{tag}", name=row["name"],
-                                     task_hash=row["task_hash"], force=force))
-    return events
+    try:
+        return await dev_boards.deletion_events(pool, row, force=force, tag=tag)
+    except dev_boards.BoardHasSubmissions as refused:
+        raise HTTPException(400, str(refused)) from refused
 
 
 def _dev_directory(root: Path, directory: str) -> Path:
@@ -109,7 +104,7 @@ async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broke
     visibility = _visibility(body.visibility)
     root = Path(settings.dev_problems_dir) if settings.dev_problems_dir else PROBLEMS_ROOT
     directory = _dev_directory(root, body.directory)
-    name = f"{body.directory}-dev".lower()
+    name = dev_boards.dev_board_name(body.directory)
     if name_problem(name):
         raise HTTPException(400, "Invalid problem directory")
     try:
@@ -119,16 +114,9 @@ async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broke
             from exc
     if not problem.gpus:
         raise HTTPException(400, "No gpus specified in task.yml. Add 'gpus:' field with list of GPU types.")
-    tag = uuid.uuid4().hex
-    existing = await problems_repository.board(pool, name)
-    events = await _deletion(pool, existing, force=True, tag=tag) if existing else []
-    created = LeaderboardCreated(
-        event_id=f"LeaderboardCreated:{name}:{tag}", name=name, description=problem.description,
-        task=problem.task, task_hash=problem.task_hash, templates=problem.templates, gpus=problem.gpus,
-        deadline=datetime.now(UTC) + DEFAULT_LIFETIME, visibility=visibility, secret_seed=secrets.randbits(31),
-        creator_id=0, forum_id=-1,
-    )
-    for event in [*events, created]:
+    events, created = await dev_boards.dev_board_events(pool, name, problem, gpus=problem.gpus,
+                                                         now=datetime.now(UTC), visibility=visibility)
+    for event in events:
         await publish(broker, event)
     await _await_projection(pool, settings, [created], [])
     return {"status": "ok", "leaderboard": name}
