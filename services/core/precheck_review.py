@@ -3,13 +3,13 @@ rule, show a submission's verdict, and clear a false positive (which rescores th
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from collections.abc import Mapping
 from typing import Any
 
 from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet
 from services.core import operations_repository as repository
+from services.core import settle
 from services.core.admission.precheck import RULES, validate_overrides
 
 
@@ -64,11 +64,9 @@ async def build_clear(conn, submission_id: int, cleared_by: str, reason: str) ->
 
 async def wait_for_reinstatement(conn, submission_id: int, timeout_s: float) -> dict | None:
     """The submission's row once it is no longer `hacked` (the scorer reinstated it), None on timeout."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while loop.time() < deadline:
+
+    async def reinstated() -> dict | None:
         status = await repository.submission_status(conn, submission_id)
-        if status is not None and status != "hacked":
-            return {"submission_id": submission_id, "status": status}
-        await asyncio.sleep(0.1)
-    return None
+        return {"submission_id": submission_id, "status": status} if status not in (None, "hacked") else None
+
+    return await settle.until(reinstated, timeout_s, poll_s=0.1)

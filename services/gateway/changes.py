@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -11,9 +10,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from schemas.envelope import Event
-from services.kit.bus import publish
-
-SETTLE_POLL_S = 0.02
+from services.core import settle
 
 
 def change_id() -> str:
@@ -24,14 +21,7 @@ def change_id() -> str:
 async def publish_and_settle(request: Request, event: Event, shown: Callable[[], Awaitable[bool]]) -> bool:
     """Publish, then wait until `shown()` holds (the ledger projected the change) or the projection wait passes."""
     state = request.app.state
-    await publish(state.broker, event)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + state.settings.projection_wait_s
-    while not await shown():
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(SETTLE_POLL_S)
-    return True
+    return await settle.publish_and_settle(state.broker, event, shown, state.settings.projection_wait_s)
 
 
 def field(body: Any, name: str) -> Any:

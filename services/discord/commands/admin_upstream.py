@@ -17,7 +17,7 @@ from discord import app_commands
 
 from runner.taskfile import TaskFileError, load_problem
 from schemas.events import LeaderboardCreated, UserRenamed
-from services.core import hf_export, read_model
+from services.core import hf_export, read_model, settle
 from services.core.admission import policy
 from services.discord import admission, forum
 from services.discord import repository as bot_repository
@@ -147,13 +147,10 @@ def add_commands(admin: app_commands.Group, ctx, *, problems_root, inside, delet
 
 
 async def _appears(ctx, name: str, timeout_s: float = 30.0):
-    deadline = asyncio.get_running_loop().time() + timeout_s
-    while asyncio.get_running_loop().time() < deadline:
-        row = await read_model.leaderboard(ctx.pool, name)
-        if row is not None:
-            return row
-        await asyncio.sleep(0.2)
-    raise TimeoutError(f"the board {name} did not appear")
+    row = await settle.until(lambda: read_model.leaderboard(ctx.pool, name), timeout_s, poll_s=0.2)
+    if row is None:
+        raise TimeoutError(f"the board {name} did not appear")
+    return row
 
 
 async def _verify(ctx, interaction, board: str, gpu: str, modes: list[str], root: Path,

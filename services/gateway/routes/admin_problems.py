@@ -12,7 +12,6 @@ import asyncio
 import re
 import secrets
 import tempfile
-import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,7 +24,7 @@ from runner.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet
-from services.core import dev_boards
+from services.core import dev_boards, settle
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
@@ -38,7 +37,6 @@ PUBLISHES = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted, Prechec
 
 VISIBILITIES = ("public", "closed")
 DIRECTORY = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
-POLL_S = 0.05
 
 
 class DevLeaderboard(BaseModel):
@@ -69,13 +67,15 @@ async def _await_projection(pool, settings, written: list[Event], deleted: list[
     """Wait (bounded) until the read model shows what was published; the events are durable either way."""
     expected = {e.name.lower(): _board_content(e) for e in written}
     names = list(expected) + [name.lower() for name in deleted]
-    give_up = time.monotonic() + settings.projection_wait_s
-    while names and time.monotonic() < give_up:
+    gone = [name.lower() for name in deleted if name.lower() not in expected]
+
+    async def shown() -> bool:
         rows = await problems_repository.board_states(pool, names)
-        shown = all(rows.get(name) == content for name, content in expected.items())
-        if shown and not any(name.lower() in rows for name in deleted if name.lower() not in expected):
-            return
-        await asyncio.sleep(POLL_S)
+        return all(rows.get(name) == content for name, content in expected.items()) and \
+            not any(name in rows for name in gone)
+
+    if names:
+        await settle.until(shown, settings.projection_wait_s)
 
 
 async def _deletion(pool, row, *, force: bool, tag: str) -> list[Event]:

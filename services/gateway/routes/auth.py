@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 import uuid
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from schemas.auth_events import OAuthUserRegistered
+from services.core import settle
 from services.gateway import auth_repository, oauth, registration
 from services.gateway.deps import Broker, Pool, Settings
 from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
@@ -46,12 +45,7 @@ async def auth_init(pool: Pool, settings: Settings, provider: str | None = None)
 
 async def _wait_bound(pool, user_id: str, cli_id: str, timeout_s: float) -> bool:
     """The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it."""
-    deadline = time.monotonic() + timeout_s
-    while not await auth_repository.bound(pool, user_id, cli_id):
-        if time.monotonic() > deadline:
-            return False
-        await asyncio.sleep(0.05)
-    return True
+    return await settle.until(lambda: auth_repository.bound(pool, user_id, cli_id), timeout_s) is not None
 
 
 async def _register(request: Request, pool, broker, settings: GatewaySettings, provider: str,
