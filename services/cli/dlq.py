@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli.events_cmd import NatsUrl, fail, urls
+from services.cli.options import NatsUrl, fail, urls
 
 dlq_app = typer.Typer(help="Messages a consumer could not handle, and why.", no_args_is_help=True)
 Consumer = Annotated[str, typer.Option("--consumer", "-c", help="Only dead letters of this durable consumer")]

@@ -10,24 +10,11 @@ from typing import Annotated
 import typer
 
 from schemas.events import CATALOGUE
+from services.cli.options import DatabaseUrl, NatsUrl, fail, urls
 
 events_app = typer.Typer(help="Read, copy and replay the event log.", no_args_is_help=True)
 
-NatsUrl = Annotated[str, typer.Option(help="NATS URL (default: KB_NATS_URL)")]
-DatabaseUrl = Annotated[str, typer.Option(help="Postgres URL (default: KB_DATABASE_URL)")]
 SUBJECT_OF = {event.__name__: event.subject for event in CATALOGUE}
-
-
-def urls(nats_url: str | None = None, database_url: str | None = None) -> tuple[str, str]:
-    from services.kit.settings import ServiceSettings
-
-    settings = ServiceSettings()
-    return nats_url or settings.nats_url, database_url or settings.database_url
-
-
-def fail(message: str) -> typer.Exit:
-    typer.echo(f"Error: {message}", err=True)
-    return typer.Exit(1)
 
 
 def matches(data, submission: int | None, leaderboard: str | None) -> bool:
@@ -182,15 +169,3 @@ def replay(
                 typer.echo(f"{name}: {applied} events applied")
 
     asyncio.run(run_all())
-
-
-def register(app: typer.Typer) -> None:
-    """The operator commands of the `kernelbot` command: events, rejudge, dlq, export."""
-    from services.cli.dlq import dlq_app
-    from services.cli.export import export
-    from services.cli.rejudge import rejudge
-
-    app.add_typer(events_app, name="events")
-    app.add_typer(dlq_app, name="dlq")
-    app.command()(rejudge)
-    app.command("export")(export)

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli.events_cmd import DatabaseUrl, fail, urls
+from services.cli.options import DatabaseUrl, fail, urls
 
 
 def export(

@@ -7,7 +7,19 @@ from typing import Annotated
 
 import typer
 
-from services.cli import client, conformance, events_cmd, harness_cmd, host_check, precheck, problems, runners
+from services.cli import (
+    client,
+    conformance,
+    dlq,
+    events_cmd,
+    export,
+    harness_cmd,
+    host_check,
+    precheck,
+    problems,
+    rejudge,
+    runners,
+)
 from services.cli.run_local import run_local_command
 
 app = typer.Typer(help="KernelBot: compete at writing fast GPU kernels.", no_args_is_help=True)
@@ -15,7 +27,11 @@ leaderboard_app = typer.Typer(help="Read leaderboards.", no_args_is_help=True)
 app.add_typer(leaderboard_app, name="leaderboard")
 app.command("run-local")(run_local_command)
 app.add_typer(problems.problems_app, name="problems")
-events_cmd.register(app)  # operator commands: events, rejudge, dlq, export
+# operator commands: events, rejudge, dlq, export
+app.add_typer(events_cmd.events_app, name="events")
+app.add_typer(dlq.dlq_app, name="dlq")
+app.command()(rejudge.rejudge)
+app.command("export")(export.export)
 runners.register(app)  # operator commands: runners, verify-runs
 app.command("host-check")(host_check.host_check)  # a GPU vendor's isolation check on its own host
 precheck.register(app)  # operator commands: precheck rules, precheck clear

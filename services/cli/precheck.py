@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from services.cli.events_cmd import DatabaseUrl, NatsUrl, fail, urls
+from services.cli.options import DatabaseUrl, NatsUrl, fail, urls
 
 precheck_app = typer.Typer(help="The source pre-check: rules per competition, verdicts, false positives.",
                            no_args_is_help=True)
