@@ -22,6 +22,7 @@ from services.dispatcher import repository
 from services.dispatcher.backends import local
 from services.dispatcher.backends.base import PENDING
 from services.dispatcher.backends.local import LocalBackend
+from services.dispatcher.planning import StoredRun
 from services.dispatcher.scheduler import Lane, Scheduler
 from services.kit.consumer import Kit
 from services.kit.db import apply_migrations, create_pool
@@ -74,7 +75,8 @@ async def test_a_launch_whose_record_failed_reattaches_to_the_live_runner(databa
     pool = await create_pool(database_url, 4)
     run_id = "1.cpu.test"
     async with pool.acquire() as conn:
-        await repository.enqueue(conn, run_id, 1, "cpu", identity_payload(run_id).model_dump(mode="json"), 600)
+        stored = StoredRun.model_validate(identity_payload(run_id).model_dump() | {"leaderboard": "identity_py"})
+        await repository.enqueue(conn, run_id, 1, "cpu", stored.model_dump(mode="json"), 600)
 
     real_mark_launched = repository.mark_launched
     failures: list[str] = []
@@ -101,6 +103,7 @@ async def test_a_launch_whose_record_failed_reattaches_to_the_live_runner(databa
     assert relay.subjects().count("evt.run.completed") == 1 and "evt.run.failed" not in relay.subjects()
     completed = next(json.loads(p) for _, s, p in relay.rows if s == "evt.run.completed")
     assert completed["result"]["success"] and completed["result"]["runs"]["test"]["run"]["passed"]
+    assert completed["leaderboard"] == "identity_py"  # a field of the stored run, named by RunCompleted
 
 
 async def test_a_restarted_dispatcher_finds_the_runner_again_and_can_cancel_it(tmp_path, runner_starts):

@@ -92,3 +92,26 @@ def test_budget_follows_the_task_and_the_allowance() -> None:
 def test_both_ranked_runs_get_the_same_budget() -> None:
     runs = planning.plan_runs(1, "leaderboard", ["H100"])
     assert {planning.run_budget_s(task(), run.mode, ALLOWANCE) for run in runs} == {120 + 3210 + ALLOWANCE}
+
+
+def test_a_rerun_repeats_the_ranked_runs_of_each_gpu_named_after_the_rejudge():
+    assert planning.rerun_runs(7, ["H100", "A100", "H100"], "r1") == [
+        PlannedRun(run_id="7.H100.public.r1", gpu="H100", mode="leaderboard"),
+        PlannedRun(run_id="7.H100.secret.r1", gpu="H100", mode="private", secret=True),
+        PlannedRun(run_id="7.A100.public.r1", gpu="A100", mode="leaderboard"),
+        PlannedRun(run_id="7.A100.secret.r1", gpu="A100", mode="private", secret=True),
+    ]
+
+
+def test_a_stored_run_names_its_leaderboard_and_reads_back_as_the_runner_payload():
+    from pydantic import ValidationError
+
+    from runner.payload import build_payload
+    from schemas.contracts import RunPayload
+
+    payload = build_payload(task(), "code", run_id="1.cpu.test", gpu="cpu", mode="test", secret=False, seed=1)
+    stored = planning.StoredRun.model_validate(payload.model_dump() | {"leaderboard": "grayscale"})
+    assert stored.leaderboard == "grayscale"
+    assert RunPayload.model_validate(stored.model_dump(mode="json")) == payload  # the runner ignores the name
+    with pytest.raises(ValidationError):
+        planning.StoredRun.model_validate(payload.model_dump())
