@@ -5,9 +5,6 @@ Each change is published as the event the rest of the platform already knows; th
 
 from __future__ import annotations
 
-import asyncio
-import secrets
-import tempfile
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,9 +17,10 @@ from runner.taskfile import TaskFileError, load_problem
 from schemas.events import SubmissionDeleted
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
 from services.core import admin_repository, dev_boards, read_model, views
+from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
-from services.core.problems.sync import ProblemSetNotFound, name_problem, plan_sync
+from services.core.problems.sync import ProblemSetNotFound, name_problem
 from services.discord.commands import admin_upstream
 from services.discord.commands.common import (
     admin_only,
@@ -69,22 +67,15 @@ class Confirm(discord.ui.View):
 
 
 async def sync_problems(ctx, repository: str | None, branch: str, problem_set: str | None, force: bool):
-    """The gateway's problem sync (services.core.problems.sync), fed by a repository archive or the local root."""
-    boards = await problems_repository.boards(ctx.pool)
-
-    def plan(root: Path):
-        return plan_sync(root, boards, problem_set=problem_set, force=force, visibility="public",
-                         now=datetime.now(UTC), new_secret=lambda: secrets.randbits(31), event_tag=uuid.uuid4().hex)
-
+    """The shared problem sync (services.core.problems.apply), from a repository archive or the local root."""
+    options = {"problem_set": problem_set, "force": force, "visibility": "public"}
     if not repository:
-        return await asyncio.to_thread(plan, _problems_root(ctx))
+        return await apply.plan_directory(ctx.pool, _problems_root(ctx), **options)
     if not problem_archive.REPOSITORY.match(repository) or not branch or "/" in branch:
         raise ValueError("repository must be <owner>/<name>, and the branch a name without slashes")
     data = await problem_archive.download(
         problem_archive.archive_url(ctx.settings.problems_archive_url, repository, branch))
-    with tempfile.TemporaryDirectory(prefix="kernelbot-discord-sync-") as scratch:
-        await asyncio.to_thread(problem_archive.unpack, data, Path(scratch))
-        return await asyncio.to_thread(plan, problem_archive.find_problems_root(Path(scratch)))
+    return await apply.plan_archive(ctx.pool, data, **options)
 
 
 def group(ctx) -> app_commands.Group:
@@ -187,8 +178,7 @@ def group(ctx) -> app_commands.Group:
         except (problem_archive.ArchiveError, ProblemSetNotFound, ValueError) as exc:
             await reply(interaction, f"❌ {exc}")
             return
-        for event in plan.events:
-            await publish(ctx.broker, event)
+        await apply.publish_plan(ctx.broker, plan)
         report = plan.report()
         errors = "".join(f"\n❌ {e['name']}: {e['error']}" for e in report["errors"])
         await reply(interaction, f"✅ created {len(report['created'])}, updated {len(report['updated'])}, skipped "

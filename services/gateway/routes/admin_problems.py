@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import secrets
-import tempfile
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,11 +23,12 @@ from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet
 from services.core import dev_boards, settle
+from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
-from services.core.problems.sync import ProblemSetNotFound, SyncPlan, name_problem, plan_sync
+from services.core.problems.sync import ProblemSetNotFound, SyncPlan, name_problem
 from services.gateway.deps import Broker, Pool, Settings, require_admin
-from services.kit.bus import PublishFailed, publish
+from services.kit.bus import publish
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 # Besides SubmissionDeleted, which the gateway documents already.
@@ -137,26 +136,13 @@ async def delete_leaderboard(leaderboard: str, pool: Pool, broker: Broker, setti
 async def _sync_archive(data: bytes, pool, broker, settings, *, problem_set: str | None, force: bool,
                         visibility: str) -> dict:
     """Unpack, plan against the boards that exist, publish; per-problem failures land in the report."""
-    with tempfile.TemporaryDirectory(prefix="kernelbot-sync-") as scratch:
-        try:
-            await asyncio.to_thread(problem_archive.unpack, data, Path(scratch))
-            root = problem_archive.find_problems_root(Path(scratch))
-        except problem_archive.ArchiveError as exc:
-            return {"status": "ok", **SyncPlan(errors=[{"name": "download", "error": str(exc)}]).report()}
-        boards = await problems_repository.boards(pool)
-        try:
-            plan = await asyncio.to_thread(
-                plan_sync, root, boards, problem_set=problem_set, force=force, visibility=visibility,
-                now=datetime.now(UTC), new_secret=lambda: secrets.randbits(31), event_tag=uuid.uuid4().hex)
-        except ProblemSetNotFound as exc:
-            raise HTTPException(400, str(exc)) from exc
-    stored = []
-    for event in plan.events:
-        try:
-            await publish(broker, event)
-            stored.append(event)
-        except PublishFailed as exc:
-            plan.fail(event, str(exc))
+    try:
+        plan = await apply.plan_archive(pool, data, problem_set=problem_set, force=force, visibility=visibility)
+    except problem_archive.ArchiveError as exc:
+        return {"status": "ok", **SyncPlan(errors=[{"name": "download", "error": str(exc)}]).report()}
+    except ProblemSetNotFound as exc:
+        raise HTTPException(400, str(exc)) from exc
+    stored = await apply.publish_plan(broker, plan)
     boards_written = [e for e in stored if isinstance(e, (LeaderboardCreated, LeaderboardUpdated))]
     await _await_projection(pool, settings, boards_written, [])
     return {"status": "ok", **plan.report()}
