@@ -215,3 +215,13 @@ def test_the_old_back_edge_is_caught_as_an_edge_and_as_a_cycle():
 def test_cycles_finds_longer_loops_and_none_in_a_tree():
     assert cycles({("a", "b"), ("b", "c"), ("c", "a")}) == [["a", "b", "c", "a"]]
     assert cycles({("a", "b"), ("a", "c"), ("b", "c")}) == []
+
+
+def test_the_core_speaks_no_front_end_framework():
+    """The core holds use cases, not translations: HTTP errors and Discord replies stay in the front ends."""
+    modules, packages = repository_modules()
+    frameworks = ("fastapi", "starlette", "discord")
+    found = [f"{module} imports {target}" for module, source in modules.items() if module.startswith("services.core")
+             for _, target in imported_modules(source, module, module in packages)
+             if target.split(".")[0] in frameworks]
+    assert found == []
