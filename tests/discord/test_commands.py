@@ -111,16 +111,41 @@ async def test_banned_user_is_refused(wire, platform):
         return wire.interact(admin, "admin", [{"name": action, "type": 1, "options": [
             option("user", str(mallory.user_id), 6)]}], users=[user_payload(mallory.user_id, mallory.name)])
 
-    assert "is banned" in await wire.answer(moderate("ban"))
-    for _ in range(100):  # the ban is an event: wait until the ledger shows it
-        if await _banned(platform.database_url, str(mallory.user_id)):
-            break
-        await asyncio.sleep(0.1)
+    assert "is banned" in await wire.answer(moderate("ban"), "is banned")
+    assert await _banned(platform.database_url, str(mallory.user_id))  # answered once the read model shows it
     token = _submit(wire, mallory, "test", "sub.py", b"print(1)\n", option("leaderboard", "identity_py"),
                     option("gpu", "cpu"))
     assert await wire.answer(token, "❌") == "❌ You are banned from making submissions."
 
-    assert "may submit again" in await wire.answer(moderate("unban"))
+    assert "may submit again" in await wire.answer(moderate("unban"), "may submit again")
+    assert not await _banned(platform.database_url, str(mallory.user_id))
+
+    # as the gateway's POST /admin/ban answers 404: a user the platform never saw cannot be banned (the ban would
+    # have no row to mark and be lost)
+    stranger = Person(7016, "stranger")
+    unknown = wire.interact(admin, "admin", [{"name": "ban", "type": 1, "options": [
+        option("user", str(stranger.user_id), 6)]}], users=[user_payload(stranger.user_id, stranger.name)])
+    assert await wire.answer(unknown, "❌") == "❌ stranger has never used the platform."
+
+
+async def test_admin_stops_and_starts_intake_and_the_read_model_shows_it_at_the_answer(wire, platform):
+    import asyncpg
+
+    admin = Person(7017, "admin", roles=(int(wire.fake.role_named(ADMIN_ROLE)["id"]),))
+
+    async def accepting() -> bool:
+        conn = await asyncpg.connect(platform.database_url)
+        try:
+            return await conn.fetchval("SELECT NOT EXISTS (SELECT 1 FROM intake WHERE NOT accepting)")
+        finally:
+            await conn.close()
+
+    stop = wire.interact(admin, "admin", [{"name": "stop", "type": 1, "options": []}])
+    assert await wire.answer(stop, "Intake stopped") == "⏸ Intake stopped: new submissions are refused."
+    assert await accepting() is False
+    start = wire.interact(admin, "admin", [{"name": "start", "type": 1, "options": []}])
+    assert await wire.answer(start, "Intake open") == "▶ Intake open."
+    assert await accepting() is True
 
 
 async def test_read_commands_answer_from_the_read_model(wire):

@@ -5,7 +5,6 @@ Each change is published as the event the rest of the platform already knows; th
 
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,8 +14,7 @@ from discord import app_commands
 from problems import PROBLEMS_ROOT
 from runner.taskfile import TaskFileError, load_problem
 from schemas.events import SubmissionDeleted
-from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
-from services.core import admin_repository, dev_boards, read_model, views
+from services.core import admin_repository, dev_boards, policy_changes, read_model, views
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
@@ -156,13 +154,15 @@ def group(ctx) -> app_commands.Group:
     @admin.command(name="stop", description="Stop accepting submissions")
     @admin_only()
     async def stop(interaction: discord.Interaction) -> None:
-        await publish(ctx.broker, IntakePaused(change_id=uuid.uuid4().hex))
+        await interaction.response.defer(ephemeral=True, thinking=True)  # the wait may pass Discord's 3 s
+        await policy_changes.set_intake(ctx.broker, ctx.pool, False)
         await reply(interaction, "⏸ Intake stopped: new submissions are refused.")
 
     @admin.command(name="start", description="Accept submissions again")
     @admin_only()
     async def start(interaction: discord.Interaction) -> None:
-        await publish(ctx.broker, IntakeResumed(change_id=uuid.uuid4().hex))
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        await policy_changes.set_intake(ctx.broker, ctx.pool, True)
         await reply(interaction, "▶ Intake open.")
 
     @admin.command(name="update-problems", description="Sync leaderboards from a problem repository")
@@ -202,17 +202,27 @@ def group(ctx) -> app_commands.Group:
     admin_upstream.add_commands(admin, ctx, problems_root=lambda: _problems_root(ctx), inside=_inside,
                                 delete_board=delete_board)
 
+    async def _moderate(interaction: discord.Interaction, user: discord.User, banned: bool) -> bool:
+        """The shared ban (services.core.policy_changes): a user the platform knows, answered once it shows."""
+        await interaction.response.defer(ephemeral=True, thinking=True)  # the wait may pass Discord's 3 s
+        try:
+            await policy_changes.set_ban(ctx.broker, ctx.pool, str(user.id), banned)
+            return True
+        except policy_changes.UnknownUser:
+            await reply(interaction, f"❌ {user.name} has never used the platform.")
+            return False
+
     @admin.command(name="ban", description="Refuse a user's submissions")
     @admin_only()
     async def ban(interaction: discord.Interaction, user: discord.User) -> None:
-        await publish(ctx.broker, UserBanned(user_id=str(user.id), change_id=uuid.uuid4().hex))
-        await reply(interaction, f"🚫 {user.name} is banned.")
+        if await _moderate(interaction, user, True):
+            await reply(interaction, f"🚫 {user.name} is banned.")
 
     @admin.command(name="unban", description="Accept a user's submissions again")
     @admin_only()
     async def unban(interaction: discord.Interaction, user: discord.User) -> None:
-        await publish(ctx.broker, UserUnbanned(user_id=str(user.id), change_id=uuid.uuid4().hex))
-        await reply(interaction, f"✅ {user.name} may submit again.")
+        if await _moderate(interaction, user, False):
+            await reply(interaction, f"✅ {user.name} may submit again.")
 
     @admin.command(name="get-submission", description="Any submission, secret runs included")
     @admin_only()

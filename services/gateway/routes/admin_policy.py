@@ -9,17 +9,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, HTTPException, Request
 
 from schemas.policy_events import (
-    IntakePaused,
-    IntakeResumed,
     InviteRevoked,
     InvitesCreated,
     LeaderboardVisibilityChanged,
     RateLimitCleared,
     RateLimitSet,
-    UserBanned,
-    UserUnbanned,
 )
-from services.core import admin_repository, views
+from services.core import admin_repository, policy_changes, views
 from services.core import read_model as repository
 from services.core.admission import policy
 from services.gateway import boards
@@ -37,12 +33,8 @@ BAD_CATEGORY = "mode_category must be 'test' or 'leaderboard'"
 
 
 async def _intake(request: Request, pool, accepting: bool) -> dict:
-    event = IntakeResumed(change_id=change_id()) if accepting else IntakePaused(change_id=change_id())
-
-    async def shown() -> bool:
-        return await admin_repository.accepting(pool) is accepting
-
-    await publish_and_settle(request, event, shown)
+    state = request.app.state
+    await policy_changes.set_intake(state.broker, pool, accepting, state.settings.projection_wait_s)
     return {"status": "ok", "accepts_jobs": accepting}
 
 
@@ -62,14 +54,11 @@ async def stop_intake(request: Request, pool: Pool) -> dict:
 
 
 async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
-    if await admin_repository.user(pool, user_id) is None:
-        raise HTTPException(404, f"User {user_id} not found")
-    cls = UserBanned if banned else UserUnbanned
-
-    async def shown() -> bool:
-        return (await admin_repository.user(pool, user_id))["banned"] is banned
-
-    await publish_and_settle(request, cls(user_id=user_id, change_id=change_id()), shown)
+    state = request.app.state
+    try:
+        await policy_changes.set_ban(state.broker, pool, user_id, banned, state.settings.projection_wait_s)
+    except policy_changes.UnknownUser as unknown:
+        raise HTTPException(404, str(unknown)) from unknown
     return {"status": "ok", "user_id": user_id, "banned": banned}
 
 
