@@ -21,6 +21,11 @@ from services.core.problems import repository as problems_repository
 DEV_LIFETIME = DEFAULT_LIFETIME
 
 
+class BoardHasSubmissions(Exception):
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Could not delete leaderboard `{name}` with existing submissions.")
+
+
 def dev_board_name(directory_name: str) -> str:
     return f"{directory_name}-dev".lower()
 
@@ -36,11 +41,6 @@ async def deletion_events(pool, row, *, force: bool, tag: str | None = None) -> 
     events.append(LeaderboardDeleted(event_id=f"LeaderboardDeleted:{row['name']}:{tag or uuid.uuid4().hex}",
                                      name=row["name"], task_hash=row["task_hash"], force=force))
     return events
-
-
-class BoardHasSubmissions(Exception):
-    def __init__(self, name: str) -> None:
-        super().__init__(f"Could not delete leaderboard `{name}` with existing submissions.")
 
 
 async def dev_board_events(pool, name: str, problem: LoadedProblem, *, gpus: list[str], now: datetime,
