@@ -7,7 +7,7 @@ guild; the durable consumer and the delivery of its outbox. Discord's gateway th
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import asyncpg
 import discord
@@ -41,7 +41,6 @@ class BotContext:
     broker: NatsBroker | None = None
     layout: Layout | None = None
     delivery: Delivery | None = None
-    extras: dict = field(default_factory=dict)
 
 
 def _router(slot: KitSlot, on_applied) -> NatsRouter:
@@ -62,7 +61,7 @@ class KernelBotClient(discord.Client):
         super().__init__(intents=intents or discord.Intents(guilds=True))
         self.tree = app_commands.CommandTree(self)
         self.ctx = BotContext(settings=settings, client=self)
-        self.slot = KitSlot()
+        self.slot: KitSlot[None] = KitSlot(None)
         self.kit: Kit | None = None
         self.observer: metrics.Observer | None = None
 

@@ -10,7 +10,7 @@ from services.dispatcher import repository
 from services.dispatcher.backends.carry import PayloadLinks
 from services.dispatcher.backends.registry import build_lanes
 from services.dispatcher.catalogue import build_catalogue
-from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, RUNNERS_BY_GPU_KEY, kit, router
+from services.dispatcher.handlers import DispatchConfig, kit, router
 from services.dispatcher.rerun import router as rerun_router
 from services.dispatcher.scheduler import Scheduler
 from services.kit.consumer import Kit
@@ -28,8 +28,8 @@ def create_app(settings: DispatcherSettings | None = None) -> FastStream:
     state: dict = {}
 
     async def started(started_kit: Kit) -> None:
-        started_kit.extras[LAUNCH_ALLOWANCE_KEY] = settings.launch_allowance_s
-        started_kit.extras[RUNNERS_BY_GPU_KEY] = {gpu: e.runners for gpu, e in catalogue.gpus.items()}
+        kit.fill(started_kit, DispatchConfig(settings.launch_allowance_s,
+                                             {gpu: e.runners for gpu, e in catalogue.gpus.items()}))
         await repository.announce_gpus(
             started_kit.pool,
             [(gpu, e.backend, e.target or ",".join(e.queues), e.arch, e.concurrent_runs())

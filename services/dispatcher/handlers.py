@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from faststream.nats import NatsRouter
@@ -29,13 +31,20 @@ from services.kit.consumer import KitSlot
 from services.kit.deadletter import current_message
 from services.kit.runtime import durable_consumer
 
+
+@dataclass(frozen=True)
+class DispatchConfig:
+    """What the dispatcher's handlers take from its settings and GPU catalogue (set by its app at start)."""
+
+    launch_allowance_s: int = 60  # DispatcherSettings.launch_allowance_s
+    runners_by_gpu: Mapping[str, Sequence[str]] = field(default_factory=dict)  # who may report runs per GPU
+
+
 router = NatsRouter()
-kit = KitSlot()
+kit: KitSlot[DispatchConfig] = KitSlot(DispatchConfig())
 document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejected, RunRequested, RunDispatched,
                                            RunStarted, RunProgress, RunCompleted, RunFailed))
 
-LAUNCH_ALLOWANCE_KEY = "launch_allowance_s"
-RUNNERS_BY_GPU_KEY = "runners_by_gpu"
 
 
 async def judge(conn, event: SubmissionReceived, board, now: datetime, read: policy.Refusal | list | None = None,
@@ -103,7 +112,7 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
 
 @router.subscriber("evt.submission.received", **durable_consumer("dispatcher-admit"), title="dispatcher-admit")
 async def on_submission_received(event: SubmissionReceived) -> None:
-    allowance = kit().extras.get(LAUNCH_ALLOWANCE_KEY, 60)
+    allowance = kit.config.launch_allowance_s
     read = await asyncio.to_thread(read_source, event)
     await kit().handle(lambda conn: admit_and_plan(conn, event, allowance, read))
 
@@ -114,7 +123,7 @@ async def on_submission_received(event: SubmissionReceived) -> None:
                    description="Results runners publish under their own name; recorded when the run is theirs.")
 async def on_runner_report(event: RunCompleted) -> None:
     reporter = runner_reports.reporter_of(current_message().raw_message.subject)
-    allowed = kit().extras.get(RUNNERS_BY_GPU_KEY, {})
+    allowed = kit.config.runners_by_gpu
 
     async def relay(conn):
         run = await repository.reported_run(conn, event.run_id)

@@ -12,7 +12,7 @@ from schemas.envelope import Event
 from schemas.operations_events import RejudgeRequested, RerunPlanned, RerunRun
 from services.dispatcher import planning, repository
 from services.dispatcher.enqueue import enqueue_runs
-from services.dispatcher.handlers import LAUNCH_ALLOWANCE_KEY, kit
+from services.dispatcher.handlers import kit
 from services.kit.bus import document_publishers
 from services.kit.runtime import durable_consumer
 
@@ -43,5 +43,5 @@ async def plan_rerun(conn, request: RejudgeRequested, launch_allowance_s: int) -
 @router.subscriber("evt.rejudge.requested", **durable_consumer("dispatcher-rerun", ack_wait_s=300.0, workers=1),
                    title="dispatcher-rerun")
 async def on_rejudge_requested(event: RejudgeRequested) -> None:
-    allowance = kit().extras.get(LAUNCH_ALLOWANCE_KEY, 60)
+    allowance = kit.config.launch_allowance_s
     await kit().handle(lambda conn: plan_rerun(conn, event, allowance))

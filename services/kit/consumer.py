@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import asyncpg
 from nats.aio.msg import Msg
@@ -46,18 +47,25 @@ def _one(apply: ApplyBatch, seq: int, event: Event) -> Apply:
     return lambda conn: apply(conn, [(seq, event)])
 
 
-class KitSlot:
-    """Where a service's handlers find its kit once the service has started.
+Config = TypeVar("Config")
+
+
+class KitSlot(Generic[Config]):
+    """Where a service's handlers find its kit, and the service's typed configuration, once it has started.
 
     FastStream's `Context()` would do, but it resolves in a worker thread for every message, which cost more CPU
-    than the handlers themselves.
+    than the handlers themselves. `config` is the service's own frozen dataclass (what its handlers need from its
+    settings), set by its app at start: typed fields, not a string-keyed bag.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, config: Config) -> None:
         self._kit: Kit | None = None
+        self.config = config
 
-    def fill(self, kit: Kit | None) -> None:
+    def fill(self, kit: Kit | None, config: Config | None = None) -> None:
         self._kit = kit
+        if config is not None:
+            self.config = config
 
     def __call__(self) -> Kit:
         if self._kit is None:
@@ -71,7 +79,6 @@ class Kit:
 
     pool: asyncpg.Pool
     relay: OutboxRelay
-    extras: dict = field(default_factory=dict)
 
     async def commit(self, apply: Apply) -> None:
         """Run `apply` in a transaction, storing what it emits in the outbox; publish right after commit."""

@@ -11,7 +11,7 @@ from services.kit.runtime import ordered_batch_consumer
 from services.ledger import repository
 
 router = NatsRouter()
-kit = KitSlot()
+kit: KitSlot[None] = KitSlot(None)
 
 PROJECT_ALL = "ledger-project"
 # Short, since a restarted ledger waits this long for what its predecessor held (services/kit/leader.py).

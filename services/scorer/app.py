@@ -7,13 +7,13 @@ from faststream import FastStream
 from services.kit.consumer import Kit
 from services.kit.runtime import consumer_app
 from services.kit.settings import ScorerSettings
-from services.scorer.handlers import SAME_HARDWARE_KEY, kit, router
+from services.scorer.handlers import ScorerConfig, kit, router
 
 
 def create_app(settings: ScorerSettings | None = None) -> FastStream:
     settings = settings or ScorerSettings()
 
     async def started(started_kit: Kit) -> None:
-        started_kit.extras[SAME_HARDWARE_KEY] = settings.same_hardware
+        kit.fill(started_kit, ScorerConfig(settings.same_hardware))
 
     return consumer_app("kernelbot-scorer", router, kit, settings, on_started=started)

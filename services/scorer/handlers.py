@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from faststream.nats import NatsRouter
 
 from schemas.envelope import Event
@@ -24,18 +26,23 @@ from services.kit.settings import ScorerSettings
 from services.scorer import fingerprints, rejudge, repository, scoring
 from services.scorer.scoring import BoardEntry
 
+
+@dataclass(frozen=True)
+class ScorerConfig:
+    """What the scorer's handlers take from its settings (set by its app at start)."""
+
+    same_hardware: bool  # ScorerSettings.same_hardware
+
+
 router = NatsRouter()
-kit = KitSlot()
-SAME_HARDWARE_KEY = "same_hardware"
+# None until a scorer starts: an operator's replay (no scorer running) reads the environment instead.
+kit: KitSlot[ScorerConfig | None] = KitSlot(None)
 
 
 def _same_hardware() -> bool:
-    """The deployment's choice (ScorerSettings.same_hardware): the running scorer's, or, where no scorer runs (an
-    operator's replay), the environment's, so a replay judges as the live scorer did."""
-    try:
-        return bool(kit().extras.get(SAME_HARDWARE_KEY, False))
-    except RuntimeError:
-        return ScorerSettings().same_hardware
+    """The deployment's choice: the running scorer's, or, where no scorer runs (an operator's replay), the
+    environment's, so a replay judges as the live scorer did."""
+    return kit.config.same_hardware if kit.config is not None else ScorerSettings().same_hardware
 
 
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
