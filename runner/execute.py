@@ -107,7 +107,9 @@ def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
         return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None,
                                          harness=harness or {})}
     stage_env = _stage_environment(env, payload, system)
-    if chain and len(plans) > 1:
+    # Profile mode keeps a process per stage: its stages are one per benchmark (up to 18), and the chain forks a
+    # worker per stage up front.
+    if chain and len(plans) > 1 and payload.mode != "profile":
         from .chained import run_chained  # it builds on this module's stage helpers
 
         return run_chained(program, plans, payload, starter, stage_env, compilation, start, harness)

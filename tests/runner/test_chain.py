@@ -8,6 +8,8 @@ the bundled problems, cold and forked from a warm runner, compared with one proc
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 
 import pytest
 
@@ -202,3 +204,29 @@ def _children(pid: int) -> list[str]:
         except (OSError, ValueError):
             pass
     return found
+
+
+def test_the_runner_image_entry_point_runs_a_chain_in_one_forked_process(tiny_payload, tmp_path):
+    """`python -m runner.container` (Buildkite, GitHub Actions, Slurm) goes through the same execute(): a
+    chain-speaking harness runs every stage of the run in one process forked from the container's warm runner."""
+    payload = tiny_payload(TINY_CHAIN.format(exit_in=""), mode="leaderboard", benchmarks=[{"size": 2, "seed": 3}])
+    (tmp_path / "payload.json").write_text(payload.model_dump_json())
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("KB_")}
+    done = subprocess.run([sys.executable, "-m", "runner.container", "--payload-file", "payload.json", "--result",
+                           "out.json"], env=clean, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    result = FullResult.model_validate_json((tmp_path / "out.json").read_text())
+    assert list(result.runs) == ["test", "benchmark", "leaderboard"] and all(
+        stage.run.passed for stage in result.runs.values()), result
+    assert {stage.timing["start"] for stage in result.runs.values()} == {"warm"}
+    assert [stage.timing.get("chained") for stage in result.runs.values()] == [None, "true", "true"]
+    assert len({stage.run.stdout.split()[-1] for stage in result.runs.values()}) == 1  # one harness process
+
+
+def test_verify_runs_shows_a_chained_stages_start_up_as_such():
+    from services.cli.runners import start_up
+
+    timing = {"process_started": "2026-01-01T00:00:00+00:00", "harness_started": "2026-01-01T00:00:00.012000+00:00",
+              "start": "warm"}
+    assert start_up(timing) == "start-up 0.012 s (warm)"
+    assert start_up({**timing, "chained": "true"}) == "start-up 0.012 s (warm, chained)"
