@@ -47,6 +47,14 @@ CHAIN_STAGE = "chain"
 EXIT_GRACE_SECONDS = 2.0  # after the socket closed, how long the harness may take to leave on its own
 
 
+CHAIN_SWITCH = "KB_HARNESS_CHAIN"  # `false` on a runner host: one process per stage for every harness
+
+
+def chain_enabled() -> bool:
+    """Whether this runner uses the chain where the harness speaks it (read per run, never at import)."""
+    return os.environ.get(CHAIN_SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
+
+
 def speaks_chain(main_source: str | None) -> bool:
     """Whether the harness's main file declares the chain extension."""
     return bool(main_source) and CHAIN_FD_VARIABLE in (main_source or "")

@@ -230,3 +230,15 @@ def test_verify_runs_shows_a_chained_stages_start_up_as_such():
               "start": "warm"}
     assert start_up(timing) == "start-up 0.012 s (warm)"
     assert start_up({**timing, "chained": "true"}) == "start-up 0.012 s (warm, chained)"
+
+
+def test_a_runner_host_can_turn_the_chain_off(tiny_payload, tmp_path, monkeypatch):
+    from runner.__main__ import main as runner_main
+
+    payload = tiny_payload(TINY_CHAIN.format(exit_in=""), mode="leaderboard", benchmarks=[{"size": 2, "seed": 3}])
+    for switch, stages in (("true", ["test", "benchmark", "leaderboard"]), ("false", ["test"])):
+        (tmp_path / "payload.json").write_text(payload.model_dump_json())  # the runner deletes it after reading
+        monkeypatch.setenv("KB_HARNESS_CHAIN", switch)
+        assert runner_main(["--payload", str(tmp_path / "payload.json"), "--result", str(tmp_path / "out.json")]) == 0
+        result = FullResult.model_validate_json((tmp_path / "out.json").read_text())
+        assert list(result.runs) == stages  # off: started per stage, the tiny harness finds no POPCORN_FD protocol
