@@ -2,7 +2,9 @@
 
 Speaks the POPCORN_FD protocol of harness.md §4: `key: value` lines on the result pipe, a single `check: pass|fail`
 at the end, exit 0 (all passed), 112 (a case failed), 111 (no usable POPCORN_FD), 113 (bad case file or seed),
-2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines.
+2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines. It also speaks the chain extension
+(`python eval.py chain STAGE=CASEFILE ...`, see `run_chain` and docs/authoring.md): every stage of a run in this
+one process, each stage with its own pipes, its own exit code and a fresh worker.
 
 This process is the supervisor of harness.md §5.3.1: it owns the case file, the seed, the result pipes, input
 generation, the reference and checker, and the statistics; it never imports user code. The submission runs in a
