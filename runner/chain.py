@@ -81,6 +81,7 @@ def run_chain(argv: list[str], stages: list[ChainStage], *, proceed: Callable[[i
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     env[CHAIN_FD_VARIABLE] = str(theirs.fileno())
     out_fds: list[int] = []
+    proc: Any  # a Popen, or the warm runner's handle (runner/warm_client.py)
     try:
         start = time.monotonic()
         if launch is None:
