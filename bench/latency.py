@@ -19,7 +19,8 @@ negative: the runner process is already up when the dispatch is recorded.
 
     .venv/bin/python bench/latency.py                       # test identity_py x 20, leaderboard vectoradd_py x 5
     .venv/bin/python bench/latency.py --test 40 --leaderboard 0
-    .venv/bin/python bench/latency.py --features-off          # the same without warm runner and long poll
+    .venv/bin/python bench/latency.py --features-off          # the same without warm runner, long poll and chain
+    .venv/bin/python bench/latency.py --no-chain              # the same with one harness process per stage
 """
 
 from __future__ import annotations
@@ -205,13 +206,15 @@ def run(args: argparse.Namespace) -> None:
     database_url = create_database(server_url, f"kb_latency_{int(time.time())}")
     apply_migrations(database_url)
     # --features-off: every process cold and no held polls, for a comparison on the same machine at the same time
-    off = {"KB_WARM_RUNNER": "false", "KB_LONG_POLL_S": "0"} if args.features_off else {}
+    off = {"KB_WARM_RUNNER": "false", "KB_LONG_POLL_S": "0", "KB_HARNESS_CHAIN": "false"} if args.features_off else {}
+    if args.no_chain:  # only the chain off: one harness process per stage (runner/chain.py)
+        off = {**off, "KB_HARNESS_CHAIN": "false"}
     platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": args.slots}, extra_env=off)
     try:
         platform.start()
         platform.load_bundled_problems()
         cli_id = platform.register("latency-bench", "latency")
-        print(f"stack up (local runner, {args.slots} slot(s) on gpu cpu{', warm runner and long poll OFF' if off else ''});"
+        print(f"stack up (local runner, {args.slots} slot(s) on gpu cpu{'; OFF: ' + ', '.join(sorted(off)) if off else ''});"
               f" logs in {workdir}; "
               f"{os.cpu_count()} cores, load average {load()}")
         examples = PROBLEMS_ROOT / "examples"
@@ -239,7 +242,10 @@ def main() -> None:
     parser.add_argument("--warm-up", type=int, default=1, help="submissions of each kind sent first, not counted")
     parser.add_argument("--slots", type=int, default=1, help="local runner slots (kernelbot up's default is 1)")
     parser.add_argument("--features-off", action="store_true",
-                        help="KB_WARM_RUNNER=false and KB_LONG_POLL_S=0: cold processes and immediate polls")
+                        help="KB_WARM_RUNNER=false, KB_LONG_POLL_S=0 and KB_HARNESS_CHAIN=false: cold processes, "
+                             "immediate polls, one harness process per stage")
+    parser.add_argument("--no-chain", action="store_true",
+                        help="KB_HARNESS_CHAIN=false only: one harness process per stage, the rest as usual")
     run(parser.parse_args())
 
 

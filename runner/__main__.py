@@ -22,6 +22,7 @@ from typing import NoReturn
 
 from schemas.contracts import FullResult
 
+from .chain import chain_enabled
 from .execute import execute
 from .payload import PayloadError, decode_payload
 from .sandbox import SandboxPolicy
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
         result = execute(payload, workdir=args.workdir, sandbox=None if args.no_sandbox else SandboxPolicy(),
-                         warm=WarmLauncher(args.warm) if args.warm else None)
+                         warm=WarmLauncher(args.warm) if args.warm else None, chain=chain_enabled())
     try:
         write_result_atomically(result, args.result)
     except OSError as exc:

@@ -36,6 +36,7 @@ from schemas.events import RunCompleted
 from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_report_subject
 
 from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
+from .chain import chain_enabled
 from .execute import execute
 from .payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
 from .sandbox import SandboxPolicy
@@ -101,7 +102,8 @@ def main(argv: list[str] | None = None) -> int:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
         with _warm_runner(args) as warm:
-            result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy(), warm=warm)
+            result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy(), warm=warm,
+                             chain=chain_enabled())
         if is_smoke_payload(raw):  # the onboarding guide's smoke test: say plainly what happened
             result = judged(result)
             print(summary(result))

@@ -17,12 +17,14 @@ from pathlib import Path, PurePosixPath
 
 from schemas.contracts import CaseValue, CompileResult, EvalResult, FullResult, RunPayload, RunResult, SystemInfo
 
+from .chain import speaks_chain
 from .compile_cache import CompileCache, cache_key
 from .cuda import BINARY_NAME, compile_cuda, nvcc_version
 from .cuda_supervisor import SUPERVISOR_NAME, compile_supervisor
 from .environment import scrubbed_environment
 from .harness_choice import choose_harness
 from .launch import Starter, seed_pipe_variable
+from .process import ProcessOutcome
 from .profiling import profile_result
 from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_output
 from .sandbox import RunSandbox, SandboxPolicy
@@ -62,11 +64,13 @@ def plan_stages(payload: RunPayload) -> list[StagePlan]:
 
 
 def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None,
-            warm: WarmLauncher | None = None) -> FullResult:
+            warm: WarmLauncher | None = None, chain: bool = True) -> FullResult:
     """Run `payload` and return its FullResult. `workdir` is the parent of the fresh run directory (default: the
     system temp dir); the run directory is removed afterwards. With a `sandbox` policy every process it starts is
     confined (runner/sandbox.py); without one they run unconfined, still in a fresh directory. With `warm`, the
-    Python processes are forked from that warm runner (runner/warm.py) instead of started cold."""
+    Python processes are forked from that warm runner (runner/warm.py) instead of started cold. With `chain`, a
+    run of several stages whose harness declares the chain extension runs them in one process (runner/chain.py);
+    otherwise, and for every other harness, each stage is a process of its own."""
     system = SystemInfo()
     try:
         system = collect_system_info()
@@ -76,7 +80,8 @@ def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: Sandbo
         with RunSandbox(sandbox, workdir) as box:
             payload = harness.payload
             main = payload.sources.get(payload.main) if payload.lang == "py" and payload.main else None
-            runs = _run_all(payload, Starter(box, warm, seed_pipe_variable(main)), system, harness.info)
+            runs = _run_all(payload, Starter(box, warm, seed_pipe_variable(main)), system, harness.info,
+                            chain and speaks_chain(main))
         return FullResult(success=True, system=system, runs=runs, timing=_run_timing())
     except Exception as exc:  # noqa: BLE001 - a runner failure, never the user's: report it, never die silently
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
@@ -92,7 +97,7 @@ def _now() -> str:
 
 
 def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
-             harness: dict[str, str] | None = None) -> dict[str, EvalResult]:
+             harness: dict[str, str] | None = None, chain: bool = False) -> dict[str, EvalResult]:
     box = starter.box
     plans = plan_stages(payload)
     env = box.environment(scrubbed_environment())
@@ -102,6 +107,12 @@ def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
         return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None,
                                          harness=harness or {})}
     stage_env = _stage_environment(env, payload, system)
+    # Profile mode keeps a process per stage: its stages are one per benchmark (up to 18), and the chain forks a
+    # worker per stage up front.
+    if chain and len(plans) > 1 and payload.mode != "profile":
+        from .chained import run_chained  # it builds on this module's stage helpers
+
+        return run_chained(program, plans, payload, starter, stage_env, compilation, start, harness)
     runs: dict[str, EvalResult] = {}
     for index, plan in enumerate(plans):
         # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
@@ -162,17 +173,30 @@ def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemI
     return stage_env
 
 
-def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter: Starter,
-               env: dict[str, str], compilation: CompileResult | None, start: str,
-               harness_info: dict[str, str] | None = None) -> EvalResult:
-    box = starter.box
+def write_case_file(box, plan: StagePlan) -> Path:
     case_file = box.base / f"{plan.key}.cases.txt"  # outside the run directory, beside it
     case_file.write_text(render_case_file(plan.cases), encoding="utf-8")
     os.chmod(case_file, 0o644)
-    argv = [*program, plan.harness_stage, str(case_file)]
-    ranks = max((int(case.get("world_size", 1)) for case in plan.cases if isinstance(case.get("world_size", 1), int)),
-                default=1)
-    outcome = starter.run(argv, timeout=plan.timeout, ranks=ranks, env=env)
+    return case_file
+
+
+def stage_ranks(plan: StagePlan) -> int:
+    return max((int(case.get("world_size", 1)) for case in plan.cases if isinstance(case.get("world_size", 1), int)),
+               default=1)
+
+
+def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter: Starter,
+               env: dict[str, str], compilation: CompileResult | None, start: str,
+               harness_info: dict[str, str] | None = None) -> EvalResult:
+    argv = [*program, plan.harness_stage, str(write_case_file(starter.box, plan))]
+    outcome = starter.run(argv, timeout=plan.timeout, ranks=stage_ranks(plan), env=env)
+    return stage_result(argv, plan, payload, outcome, compilation, start, harness_info)
+
+
+def stage_result(argv: list[str], plan: StagePlan, payload: RunPayload, outcome: ProcessOutcome,
+                 compilation: CompileResult | None, start: str, harness_info: dict[str, str] | None,
+                 end: str | None = None) -> EvalResult:
+    """A stage's EvalResult from its process outcome (a lone process's, or its share of a chain's)."""
     # Upstream's CUDA harness times only the last case in `leaderboard`, whatever ranking_by says.
     expected = None if payload.lang == "cu" and plan.harness_stage == "leaderboard" else len(plan.cases)
     if outcome.timed_out:
@@ -199,7 +223,7 @@ def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter
         harness = {**harness_info, **({"reported": harness["version"]} if harness else {})}
     samples = parse_sample_lines(decode_output(bytes(outcome.data.data)))
     profile = profile_result(result) if plan.harness_stage == "profile" else None
-    return EvalResult(start=start, end=_now(), compilation=compilation, run=run, harness=harness, samples=samples,
+    return EvalResult(start=start, end=end or _now(), compilation=compilation, run=run, harness=harness, samples=samples,
                       profile=profile, timing=stage_timing(outcome))
 
 

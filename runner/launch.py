@@ -4,7 +4,9 @@ and torch already imported), else cold under runner/confine.py. Either way with 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
+from .chain import ChainStage, run_chain
 from .process import ProcessOutcome, run_process
 from .sandbox import RunSandbox
 from .warm_client import WarmLauncher, WarmUnavailable
@@ -35,3 +37,18 @@ class Starter:
             except WarmUnavailable:
                 pass  # the server went away: this process starts cold, as without one
         return run_process(self.box.wrap(argv, timeout, ranks), **options)
+
+    def run_chain(self, argv: list[str], stages: list[ChainStage], *, proceed: Callable[[int, ProcessOutcome], bool],
+                  ranks: int = 1, **options) -> list[ProcessOutcome]:
+        """runner/chain.py's run_chain for the run's one harness process: confined for the sum of the stages'
+        timeouts (each stage's own timeout is enforced by the chain), forked warm where a warm runner serves."""
+        timeout = sum(stage.timeout for stage in stages)
+        options = {"cwd": str(self.box.run_dir), "reap": self.box.kill_strays, "proceed": proceed, **options}
+        if self.warm is not None and self.warm.available():
+            launch = functools.partial(self.warm.launch, confine=self.box.confinement(timeout, ranks),
+                                       seed_fd_variable=self.seed_fd_variable)
+            try:
+                return run_chain(argv, stages, launch=launch, **options)
+            except WarmUnavailable:
+                pass  # the server went away before the process started: it starts cold
+        return run_chain(self.box.wrap(argv, timeout, ranks), stages, **options)

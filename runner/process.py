@@ -59,6 +59,7 @@ class ProcessOutcome:
     data: CapturedStream
     started_at: float = 0.0  # time.monotonic() when the process was started
     forked: bool = False  # forked from a warm runner rather than started cold
+    chained: bool = False  # a later stage of a chain, run by the process of the run's first stage
 
 
 def run_process(

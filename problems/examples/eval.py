@@ -2,7 +2,9 @@
 
 Speaks the POPCORN_FD protocol of harness.md §4: `key: value` lines on the result pipe, a single `check: pass|fail`
 at the end, exit 0 (all passed), 112 (a case failed), 111 (no usable POPCORN_FD), 113 (bad case file or seed),
-2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines.
+2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines. It also speaks the chain extension
+(`python eval.py chain STAGE=CASEFILE ...`, see `run_chain` and docs/authoring.md): every stage of a run in this
+one process, each stage with its own pipes, its own exit code and a fresh worker.
 
 This process is the supervisor of harness.md §5.3.1: it owns the case file, the seed, the result pipes, input
 generation, the reference and checker, and the statistics; it never imports user code. The submission runs in a
@@ -33,7 +35,7 @@ import re
 import sys
 import time
 
-HARNESS_VERSION = "kernelbot-examples 0.3.1"
+HARNESS_VERSION = "kernelbot-examples 0.4.0"
 TIMER, CUDA_TIMER = "cpu-perf-counter", "cuda-event"  # the worker times with CUDA events when the inputs are there
 # No user code runs in this process; the worker binds and re-verifies its own timing references.
 _perf_counter_ns, _monotonic = time.perf_counter_ns, time.monotonic
@@ -49,6 +51,9 @@ WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
+# The chain extension of the protocol (docs/harness-protocol.md): the runner, seeing this name in the harness's
+# text, starts `eval.py chain STAGE=CASEFILE ...` once per run instead of one process per stage.
+CHAIN, CHAIN_FD_VARIABLE = "chain", "KERNELBOT_HARNESS_CHAIN_FD"
 WORKER_FILE = "harness_worker.py"
 HIDDEN_FROM_WORKER = ("reference.py", "harness_refkernels.py")  # besides this file itself
 # The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
@@ -123,21 +128,41 @@ class Channel:
 
 
 class Harness:
-    def __init__(self, secret: int | None, channel: Channel, data_fd: int | None, wire, group, world_size: int):
+    def __init__(self, secret: int | None, channel: Channel | None, data_fd: int | None, wire, group,
+                 world_size: int):
         import torch
 
         import reference
 
         self.torch, self.wire = torch, wire
         self.source_dir, self.hidden = worker_files()
-        self.group, self.group_size, self.group_ready, self.starts, self.failure = group, world_size, False, 1, None
         self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
         self.reference, self.adapter, self.buffers = reference, load_adapter(), {}
-        self.timer = TIMER
         self.secret = secret
-        self.out = channel
-        self.data_fd = data_fd
-        torch.manual_seed(secret if secret is not None else 42)
+        self.begin_stage(channel, data_fd, group, world_size)
+
+    def begin_stage(self, channel: Channel | None, data_fd: int | None, group, world_size: int) -> None:
+        """Everything a stage starts from, as a process of its own would: its pipes, its worker group (forked
+        before the seed was read), no failure carried over, the RNG seeded afresh."""
+        self.group, self.group_size, self.group_ready, self.failure = group, world_size, False, None
+        self.starts = 0 if group is None else 1
+        self.timer = TIMER
+        self.out, self.data_fd = channel, data_fd
+        self.torch.manual_seed(self.secret if self.secret is not None else 42)
+
+    def run_stage(self, stage: str, cases: list[tuple[str, dict]]) -> bool:
+        """One stage on this stage's channel, ending with its `check` line; its workers are stopped after it."""
+        try:
+            if stage == "test":
+                passed = self.run_tests(cases)
+            elif stage == "profile":
+                passed = self.run_profiles(cases)
+            else:
+                passed = self.run_benchmarks(stage, cases)
+        finally:
+            self.stop_workers()
+        self.out.write("check", "pass" if passed else "fail")
+        return passed
 
     # -- workers --
 
@@ -418,7 +443,39 @@ def make_undumpable() -> None:
         pass
 
 
+def read_cases(path: str) -> list[tuple[str, dict]]:
+    with open(path, encoding="utf-8") as handle:
+        return [(line.strip(), parse_case_line(line)) for line in handle if line.strip()]
+
+
+def import_torch_and_wire():
+    import warnings
+
+    # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    import harness_worker as wire
+    import torch
+
+    torch.set_num_threads(1)  # side-by-side runs on few cores: spinning OpenMP pools made timings 10-30x noisier
+    return torch, wire
+
+
+def read_secret() -> int | None:
+    """The seed from its pipe (drained and closed: the secret now lives only in this process); ValueError if bad."""
+    raw_seed, seed_fd = "", _pop_fd(SEED_FD_VARIABLE)
+    if seed_fd is not None:
+        with os.fdopen(seed_fd, "rb") as pipe:
+            raw_seed = pipe.read().decode()
+    return int(raw_seed) if raw_seed else None
+
+
+def first_world_size(cases: list[tuple[str, dict]]) -> int:
+    return int(cases[0][1].get("world_size", 1)) if cases else 1
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[1] == CHAIN:
+        return run_chain(argv)
     if len(argv) < 3 or argv[1] not in STAGES:
         print(f"usage: {argv[0]} <{'|'.join(STAGES)}> <casefile>", file=sys.stderr)
         return EXIT_USAGE
@@ -432,49 +489,117 @@ def main(argv: list[str]) -> int:
     if data_fd is not None:  # like the result pipe: never inherited by a worker
         os.set_inheritable(data_fd, False)
     try:
-        with open(argv[2], encoding="utf-8") as handle:
-            cases = [(line.strip(), parse_case_line(line)) for line in handle if line.strip()]
+        cases = read_cases(argv[2])
     except (OSError, ValueError) as exc:
         print(f"cannot read the cases: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     # The first worker is forked now, with torch imported but before the seed is read or reference.py imported,
     # so it starts fast and holds nothing secret. Later workers (other world sizes, restarts) are fresh processes.
-    import warnings
-
-    # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.
-    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    import harness_worker as wire
-    import torch
-
-    torch.set_num_threads(1)  # side-by-side runs on few cores: spinning OpenMP pools made timings 10-30x noisier
-    world_size = int(cases[0][1].get("world_size", 1)) if cases else 1
-    group = wire.WorkerGroup(*worker_files(), world_size, fork=True)
-    raw_seed, seed_fd = "", _pop_fd(SEED_FD_VARIABLE)
-    if seed_fd is not None:
-        with os.fdopen(seed_fd, "rb") as pipe:  # drained and closed: the secret now lives only in this process
-            raw_seed = pipe.read().decode()
+    _, wire = import_torch_and_wire()
+    group = wire.WorkerGroup(*worker_files(), first_world_size(cases), fork=True)
     try:
-        secret = int(raw_seed) if raw_seed else None
+        secret = read_secret()
     except ValueError:
         group.stop()
         print("cannot read the seed", file=sys.stderr)
         return EXIT_BAD_INPUT
     channel = Channel(result_fd)
     channel.write("harness-version", HARNESS_VERSION)
-    harness = Harness(secret, channel, data_fd, wire, group, world_size)
-    stage = argv[1]
-    try:
-        if stage == "test":
-            passed = harness.run_tests(cases)
-        elif stage == "profile":
-            passed = harness.run_profiles(cases)
-        else:
-            passed = harness.run_benchmarks(stage, cases)
-    finally:
-        harness.stop_workers()
-    channel.write("check", "pass" if passed else "fail")
+    harness = Harness(secret, channel, data_fd, wire, group, first_world_size(cases))
+    passed = harness.run_stage(argv[1], cases)
     channel.file.close()
     return 0 if passed else EXIT_FAILED
+
+
+# ---- the chain: all stages of one run in this one supervisor (docs/harness-protocol.md) ---------------------------
+
+
+def run_chain(argv: list[str]) -> int:
+    """`eval.py chain STAGE=CASEFILE ...` with KERNELBOT_HARNESS_CHAIN_FD naming a unix socket to the runner. Per
+    stage the runner sends `{"stage": STAGE}` with that stage's result and data pipes attached; the harness runs
+    the stage as `eval.py STAGE CASEFILE` would, closes both pipes, and answers `{"stage": STAGE, "exit": CODE}`
+    with the exit code that process would have had. The runner closing the socket ends the chain.
+
+    One worker group per stage is forked now, before the seed is read or reference.py imported, and imports the
+    submission only when its stage begins: every stage gets a fresh worker, as a process of its own would, while
+    torch, the reference and this process are started once per run."""
+    plan = [item.partition("=") for item in argv[2:]]
+    hide_seed_by_reexec()
+    make_undumpable()
+    control_fd = _pop_fd(CHAIN_FD_VARIABLE)
+    if control_fd is None or not plan or any(stage not in STAGES or not path for stage, _, path in plan):
+        print(f"usage: {CHAIN_FD_VARIABLE}=<socket fd> {argv[0]} {CHAIN} <stage>=<casefile>...", file=sys.stderr)
+        return EXIT_USAGE if control_fd is not None else EXIT_NO_FD
+    import socket
+
+    control = socket.socket(fileno=control_fd)
+    control.set_inheritable(False)
+    stages = []
+    for stage, _, path in plan:
+        try:
+            stages.append((stage, read_cases(path), ""))
+        except (OSError, ValueError) as exc:
+            stages.append((stage, [], f"cannot read the cases: {exc}"))
+    _, wire = import_torch_and_wire()
+    groups = [wire.WorkerGroup(*worker_files(), first_world_size(cases), fork=True, deferred=True)
+              for _, cases, problem in stages]
+    try:
+        secret, bad_seed = read_secret(), False
+    except ValueError:
+        secret, bad_seed = None, True
+    harness = Harness(secret, None, None, wire, None, 1) if not bad_seed else None
+    try:
+        for (stage, cases, problem), group in zip(stages, groups):
+            try:
+                message, fds, _, _ = socket.recv_fds(control, 4096, 2)
+            except OSError:
+                break
+            if not message:
+                break  # the runner ended the chain
+            code = chain_stage(harness, stage, cases, problem or ("cannot read the seed" if bad_seed else ""),
+                               group, message, fds)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            control.send(json.dumps({"stage": stage, "exit": code}).encode())
+    finally:
+        for group in groups:
+            group.stop()
+    return 0
+
+
+def chain_stage(harness, stage: str, cases: list, problem: str, group, message: bytes, fds: list[int]) -> int:
+    """One stage of the chain on the pipes the runner sent with `message`; the exit code of a lone process."""
+    for fd in fds:
+        os.set_inheritable(fd, False)
+    result_fd, data_fd = (fds + [None, None])[:2]
+    try:
+        if result_fd is None or json.loads(message).get("stage") != stage:
+            print("the runner sent no result pipe for this stage", file=sys.stderr)
+            return EXIT_NO_FD
+        if problem:
+            print(problem, file=sys.stderr)
+            return EXIT_BAD_INPUT
+        channel = Channel(result_fd)
+        result_fd = None  # the channel owns it now
+        channel.write("harness-version", HARNESS_VERSION)
+        harness.begin_stage(channel, data_fd, group, first_world_size(cases))
+        try:
+            passed = harness.run_stage(stage, cases)
+        except Exception:  # noqa: BLE001 - what a lone process would print before dying with exit code 1
+            import traceback
+
+            traceback.print_exc()
+            return 1
+        finally:
+            channel.file.close()
+        return 0 if passed else EXIT_FAILED
+    finally:
+        for fd in (result_fd, data_fd):
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 if __name__ == "__main__":

@@ -215,9 +215,12 @@ class Forked:
             pass
 
 
-def become_worker(directory: str, source_dir: str, env: dict, requests: int, replies: int) -> None:
+def become_worker(directory: str, source_dir: str, env: dict, requests: int, replies: int,
+                  deferred: bool = False) -> None:
     """The child side of a fork: drop everything of the supervisor that user code must not reach (its file
-    descriptors, environment, working directory, import path), then serve. Never returns."""
+    descriptors, environment, working directory, import path), then serve. With `deferred`, the submission is
+    imported only once the supervisor sends `start` (a worker forked early for a later stage of a chain, eval.py);
+    any other frame, or the pipe closing, ends it unused. Never returns."""
     code = 1
     try:
         os.chdir(directory)
@@ -237,6 +240,14 @@ def become_worker(directory: str, source_dir: str, env: dict, requests: int, rep
         import importlib
 
         importlib.invalidate_caches()
+        if deferred:
+            try:
+                header, _ = read_frame(requests, 0)
+            except (EOFError, OSError, ValueError):
+                header = {}
+            if header.get("kind") != "start":
+                code = 0
+                return
         code = serve(requests, replies)
     except BaseException:  # noqa: BLE001 - reported on stderr; the supervisor sees the pipe close
         import traceback
@@ -252,9 +263,11 @@ class WorkerGroup:
     """One worker per rank, started in a fresh directory with only the files user code may import.
 
     With `fork`, the supervisor forks itself (it must not hold a secret yet, and torch must not have touched a GPU)
-    so that the worker starts with torch already imported; otherwise each rank is a fresh interpreter."""
+    so that the worker starts with torch already imported; otherwise each rank is a fresh interpreter. With
+    `deferred` (fork only), the forked ranks wait for `start()` before they import the submission."""
 
-    def __init__(self, source_dir: str, hidden: tuple[str, ...], world_size: int = 1, fork: bool = False):
+    def __init__(self, source_dir: str, hidden: tuple[str, ...], world_size: int = 1, fork: bool = False,
+                 deferred: bool = False):
         import shutil
         import socket
         import subprocess
@@ -285,7 +298,7 @@ class WorkerGroup:
                 sys.stderr.flush()
                 pid = os.fork()
                 if pid == 0:
-                    become_worker(self.directory, source_dir, rank_env, requests_read, replies_write)
+                    become_worker(self.directory, source_dir, rank_env, requests_read, replies_write, deferred)
                 process = Forked(pid)
             else:
                 process = subprocess.Popen(
@@ -295,9 +308,17 @@ class WorkerGroup:
             os.close(requests_read)
             os.close(replies_write)
             self.ranks.append((process, requests_write, replies_read, ((~process.pid) << 3) | 2))
+        self.deferred = fork and deferred
 
     def start(self, max_body: int) -> str:
         """Empty once every rank imported the submission, else why not."""
+        if self.deferred:
+            self.deferred = False
+            try:
+                for _, requests, _, _ in self.ranks:
+                    write_frame(requests, {"kind": "start"})
+            except OSError as exc:
+                raise WorkerDied(f"the worker exited ({exc})") from exc
         for _, _, replies, _ in self.ranks:
             header, _ = self.receive(replies, max_body)
             if header.get("kind") != "ready":
@@ -333,14 +354,16 @@ class WorkerGroup:
         return replies, wall, cpu
 
     def stop(self) -> None:
+        """End every rank (an unstarted deferred one too) and remove the directory; a second call does nothing."""
         import shutil
 
-        for _process, requests, _replies, _ in self.ranks:
+        ranks, self.ranks = self.ranks, []
+        for _process, requests, _replies, _ in ranks:
             try:
                 write_frame(requests, {"kind": "exit"})
             except OSError:
                 pass
-        for process, requests, replies, _ in self.ranks:
+        for process, requests, replies, _ in ranks:
             try:
                 process.wait(timeout=2)
             except Exception:  # noqa: BLE001 - a worker that does not leave is killed

@@ -59,13 +59,16 @@ def runners(database_url: DatabaseUrl = None,
 
 def start_up(timing: dict) -> str:
     """`<stage start-up> s (warm|cold)`: from the stage's process start to the harness's first result line, which
-    covers the interpreter, imports (torch), the CUDA context and the worker's start."""
+    covers the interpreter, imports (torch), the CUDA context and the worker's start. A later stage of a chain
+    (all stages in one harness process, runner/chain.py) shows `(warm, chained)`: its start-up runs from the moment
+    the runner sent it, so it is what the stage costs beyond the first."""
     try:
         seconds = (datetime.fromisoformat(timing["harness_started"])
                    - datetime.fromisoformat(timing["process_started"])).total_seconds()
     except (KeyError, ValueError):
         return "start-up unknown"
-    return f"start-up {seconds:.3f} s ({timing.get('start', '?')})"
+    chained = ", chained" if timing.get("chained") == "true" else ""
+    return f"start-up {seconds:.3f} s ({timing.get('start', '?')}{chained})"
 
 
 def _stage_report(database: str, submission_id: int) -> str:

@@ -30,7 +30,8 @@ from services.dispatcher.backends.base import PENDING, JobLost, LaunchError, Out
 
 POLL_S = 0.05
 # What a runner inherits: nothing that names a database, a broker or a token.
-SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES")
+SAFE_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES",
+            "KB_HARNESS_CHAIN")
 UNSAFE_KEY = re.compile(r"[^A-Za-z0-9._-]")
 RUNNER_PID_FILE = "runner.pid"
 
