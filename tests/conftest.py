@@ -35,6 +35,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped on hosts without one (tests/gpu)")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per core, at most 4; each worker starts its own Postgres and NATS servers."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
 # ------------------------------------------------------------------------------------------ docker probe
 
 
@@ -161,3 +166,19 @@ def nats_url(request: pytest.FixtureRequest, _external_nats_url: str | None) -> 
         return request.getfixturevalue("nats_server").url
     _run_sync(lambda: delete_all_streams(_external_nats_url))
     return _external_nats_url
+
+
+# ------------------------------------------------------------------------------------------- temp files
+
+
+@pytest.fixture
+def own_tmpdir() -> Iterator[Path]:
+    """A TMPDIR for this test's subprocesses, made like /tmp (world-writable, sticky) so sandboxed run uids can use
+    it; checks for leftover temporary files look here and never see another test's files (tests run in parallel)."""
+    import shutil
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="kb-test-tmp-"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

@@ -72,7 +72,7 @@ def declare(nats_url: str) -> None:
 
 
 def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_completed_once(
-        tiny_payload, nats_url, tmp_path):
+        tiny_payload, nats_url, tmp_path, own_tmpdir):
     declare(nats_url)
     payload = tiny_payload(HARNESS, submission="def custom_kernel(data):\n    return 42\n", run_id="run-77")
     raw = {**payload.model_dump(mode="json"), "submission_id": 77, "leaderboard": "identity_py",
@@ -80,7 +80,7 @@ def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_com
     encoded = base64.b64encode(zlib.compress(json.dumps(raw).encode())).decode()  # identity beyond the contract
     for _attempt in range(2):  # a redelivered job reports again: the stream keeps one event
         done = container(["--result", str(tmp_path / "result.json")],
-                         {"SUBMISSION_PAYLOAD": encoded, "KB_NATS_URL": nats_url}, tmp_path)
+                         {"SUBMISSION_PAYLOAD": encoded, "KB_NATS_URL": nats_url, "TMPDIR": str(own_tmpdir)}, tmp_path)
         assert done.returncode == 0, done.stderr
         result = FullResult.model_validate_json((tmp_path / "result.json").read_text())
         assert result.success and result.runs["test"].run.result["answer"] == "42"
@@ -91,7 +91,7 @@ def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_com
     assert (event["submission_id"], event["leaderboard"], event["backend"], event["correlation_id"]) == \
         (77, "identity_py", "buildkite", "77")
     assert event["result"]["runs"]["test"]["run"]["passed"]
-    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("kernelbot-payload-*"))
+    assert not list(own_tmpdir.glob("kernelbot-payload-*"))
 
 
 def test_a_named_runner_reports_under_its_own_name_with_only_the_run_id(tiny_payload, nats_url, tmp_path):

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import zipfile
 import zlib
@@ -233,7 +232,7 @@ def test_missing_nvcc_is_reported(tiny_payload, monkeypatch):
     assert stage.compilation.nvcc_found is False and not stage.compilation.success and stage.run is None
 
 
-def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_path):
+def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_path, own_tmpdir):
     # The harness is a child of the runner: neither its own nor its parent's initial environment may hold the payload.
     harness = """
     import os
@@ -249,13 +248,14 @@ def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_pa
     out.write("test-count: 1\\ntest.0.status: pass\\ncheck: pass\\n")
     """
     result_file = tmp_path / "result.json"
-    env = {**os.environ, "SUBMISSION_PAYLOAD": encode_payload(tiny_payload(harness, seed=77))}
+    env = {**os.environ, "SUBMISSION_PAYLOAD": encode_payload(tiny_payload(harness, seed=77)),
+           "TMPDIR": str(own_tmpdir)}
     repo_root = Path(runner.cuda.__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-m", "runner", "--result", str(result_file)], cwd=repo_root, env=env,
                    check=True, timeout=60)
     run = json.loads(result_file.read_text())["runs"]["test"]["run"]
     assert run["passed"] and run["result"]["leaked"] == "False"
-    assert not list(Path(tempfile.gettempdir()).glob("kernelbot-payload-*"))
+    assert not list(own_tmpdir.glob("kernelbot-payload-*"))
 
 
 def test_example_harness_exit_codes_before_any_case_runs(tmp_path):
