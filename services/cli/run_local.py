@@ -24,7 +24,7 @@ def run_local_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the FullResult as JSON instead of the report")] = False,
 ) -> None:
     """Run a submission against a local problem with the server's harness and print the report."""
-    from runner import reports
+    from services.core import reports
     from runner.execute import execute
     from runner.payload import build_payload
     from runner.sandbox import SandboxPolicy

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from runner import reports
+from services.core import reports
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import RunCompleted, SubmissionDeleted
 from services.core import results

@@ -14,9 +14,9 @@ from problems import PROBLEMS_ROOT
 from runner import harness_choice
 from runner.competition import CompetitionFileError, load_competition
 from runner.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
-from runner.longreport import long_report
+from services.core.longreport import long_report
 from runner.payload import build_payload
-from runner.reports import render_text
+from services.core.reports import render_text
 from runner.taskfile import TaskFileError, load_problem
 from services.core.problems.sync import plan_sync
 
