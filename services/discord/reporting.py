@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.core import reports
 from schemas.events import RunCompleted
+from services.core import reports
 from services.core.results import eval_result
 
 

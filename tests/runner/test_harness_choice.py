@@ -14,11 +14,11 @@ from problems import PROBLEMS_ROOT
 from runner import harness_choice
 from runner.competition import CompetitionFileError, load_competition
 from runner.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
-from services.core.longreport import long_report
 from runner.payload import build_payload
-from services.core.reports import render_text
 from runner.taskfile import TaskFileError, load_problem
+from services.core.longreport import long_report
 from services.core.problems.sync import plan_sync
+from services.core.reports import render_text
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
 VECTORADD = FIXTURE / "pmpp_v2" / "vectoradd_py"
