@@ -41,9 +41,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.stack import load, percentile, servers  # noqa: E402
 from problems import PROBLEMS_ROOT  # noqa: E402
-from services.kit.db import apply_migrations  # noqa: E402
-from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
 from tests.support.platform import Platform  # noqa: E402
 
 POLL_INTERVAL_S = 5.0  # popcorn-cli v1.3.23
@@ -139,13 +138,6 @@ async def phases_of(conn: asyncpg.Connection, sample: dict) -> dict:
             "total": sample["seen"] - sample["posted"], "polls": sample["polls"], "status": sample["status"]}
 
 
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float("nan")
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered) + 0.5) - 1))]
-
-
 def report(label: str, measured: list[dict]) -> None:
     statuses = sorted({m["status"] for m in measured})
     print(f"\n{label}: {len(measured)} submissions, statuses {statuses}")
@@ -187,52 +179,35 @@ async def measure(platform: Platform, database_url: str, cli_id: str, board: str
         await conn.close()
 
 
-def load() -> str:
-    with open("/proc/loadavg") as handle:
-        return " ".join(handle.read().split()[:3])
-
-
 def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kb-latency-"))
-    servers = []
-    nats_url = os.environ.get("KB_NATS_URL")
-    if not nats_url:
-        servers.append(start_nats(workdir / "nats"))
-        nats_url = servers[-1].url
-    server_url = os.environ.get("KB_DATABASE_URL")
-    if not server_url:
-        servers.append(start_postgres(workdir / "postgres"))
-        server_url = servers[-1].url
-    database_url = create_database(server_url, f"kb_latency_{int(time.time())}")
-    apply_migrations(database_url)
     # --features-off: every process cold and no held polls, for a comparison on the same machine at the same time
     off = {"KB_WARM_RUNNER": "false", "KB_LONG_POLL_S": "0", "KB_HARNESS_CHAIN": "false"} if args.features_off else {}
     if args.no_chain:  # only the chain off: one harness process per stage (runner/chain.py)
         off = {**off, "KB_HARNESS_CHAIN": "false"}
-    platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": args.slots}, extra_env=off)
-    try:
-        platform.start()
-        platform.load_bundled_problems()
-        cli_id = platform.register("latency-bench", "latency")
-        print(f"stack up (local runner, {args.slots} slot(s) on gpu cpu{'; OFF: ' + ', '.join(sorted(off)) if off else ''});"
-              f" logs in {workdir}; "
-              f"{os.cpu_count()} cores, load average {load()}")
-        examples = PROBLEMS_ROOT / "examples"
-        if args.test:
-            code = (examples / "identity_py" / "submission.py").read_text()
-            measured = asyncio.run(measure(platform, database_url, cli_id, "identity_py", "test", code, args.test,
-                                           args.warm_up))
-            report("test mode, identity_py", measured)
-        if args.leaderboard:
-            code = (examples / "vectoradd_py" / "submission.py").read_text()
-            measured = asyncio.run(measure(platform, database_url, cli_id, "vectoradd_py", "leaderboard", code,
-                                           args.leaderboard, args.warm_up))
-            report("leaderboard mode, vectoradd_py", measured)
-        print(f"\nload average at the end: {load()}")
-    finally:
-        platform.stop()
-        for server in reversed(servers):
-            server.stop()
+    with servers(workdir, "kb_latency") as (nats_url, database_url):
+        platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": args.slots}, extra_env=off)
+        try:
+            platform.start()
+            platform.load_bundled_problems()
+            cli_id = platform.register("latency-bench", "latency")
+            print(f"stack up (local runner, {args.slots} slot(s) on gpu cpu"
+                  f"{'; OFF: ' + ', '.join(sorted(off)) if off else ''}); logs in {workdir}; "
+                  f"{os.cpu_count()} cores, load average {load()}")
+            examples = PROBLEMS_ROOT / "examples"
+            if args.test:
+                code = (examples / "identity_py" / "submission.py").read_text()
+                measured = asyncio.run(measure(platform, database_url, cli_id, "identity_py", "test", code,
+                                               args.test, args.warm_up))
+                report("test mode, identity_py", measured)
+            if args.leaderboard:
+                code = (examples / "vectoradd_py" / "submission.py").read_text()
+                measured = asyncio.run(measure(platform, database_url, cli_id, "vectoradd_py", "leaderboard", code,
+                                               args.leaderboard, args.warm_up))
+                report("leaderboard mode, vectoradd_py", measured)
+            print(f"\nload average at the end: {load()}")
+        finally:
+            platform.stop()
 
 
 def main() -> None:

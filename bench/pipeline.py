@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -27,9 +26,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.stack import load, percentile, servers  # noqa: E402
 from problems import PROBLEMS_ROOT  # noqa: E402
-from services.kit.db import apply_migrations  # noqa: E402
-from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
 from tests.support.platform import ADMIN_TOKEN, Platform, identity_board  # noqa: E402
 
 BOARD = "bench"
@@ -112,13 +110,6 @@ async def measure(database_url: str, ids: list[int]) -> tuple[list[float], float
     return latencies, len(ids) / seconds if seconds > 0 else float("inf")
 
 
-def percentile(sorted_values: list[float], p: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    index = min(len(sorted_values) - 1, max(0, round(p / 100 * len(sorted_values)) - 1))
-    return sorted_values[index]
-
-
 def report(label: str, ids: list[int], finished: dict, latencies: list[float], rate: float) -> None:
     lost = len(ids) - finished["distinct_finished"]
     doubled = finished["finished"] - finished["distinct_finished"]
@@ -131,37 +122,25 @@ def report(label: str, ids: list[int], finished: dict, latencies: list[float], r
 
 def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kb-bench-"))
-    servers = []
-    nats_url = os.environ.get("KB_NATS_URL")
-    if not nats_url:
-        servers.append(start_nats(workdir / "nats"))
-        nats_url = servers[-1].url
-    server_url = os.environ.get("KB_DATABASE_URL")
-    if not server_url:
-        servers.append(start_postgres(workdir / "postgres"))
-        server_url = servers[-1].url
-    database_url = create_database(server_url, f"kb_bench_{int(time.time())}")
-    apply_migrations(database_url)
-    platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": 1}, null_gpus=("null",))
-    try:
-        platform.start()
-        platform.add_boards(identity_board(BOARD, ["null"]))
-        cli_ids = [platform.register(f"bench-{i}", f"bench{i}") for i in range(args.users)]
-        print(f"stack up; admin token {ADMIN_TOKEN!r}; logs in {workdir}")
+    with servers(workdir, "kb_bench") as (nats_url, database_url):
+        platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": 1}, null_gpus=("null",))
+        try:
+            platform.start()
+            platform.add_boards(identity_board(BOARD, ["null"]))
+            cli_ids = [platform.register(f"bench-{i}", f"bench{i}") for i in range(args.users)]
+            print(f"stack up; admin token {ADMIN_TOKEN!r}; logs in {workdir}; load average {load()}")
 
-        steady = asyncio.run(submit_all(platform.url, cli_ids, args.steady, args.steady_rate, 8))
-        finished = asyncio.run(wait_finished(database_url, steady, 120))
-        latencies, rate = asyncio.run(measure(database_url, steady))
-        report(f"steady {args.steady_rate:.0f}/s", steady, finished, latencies, rate)
+            steady = asyncio.run(submit_all(platform.url, cli_ids, args.steady, args.steady_rate, 8))
+            finished = asyncio.run(wait_finished(database_url, steady, 120))
+            latencies, rate = asyncio.run(measure(database_url, steady))
+            report(f"steady {args.steady_rate:.0f}/s", steady, finished, latencies, rate)
 
-        loaded = asyncio.run(submit_all(platform.url, cli_ids, args.submissions, None, args.concurrency))
-        finished = asyncio.run(wait_finished(database_url, loaded, 600))
-        latencies, rate = asyncio.run(measure(database_url, loaded))
-        report("full load", loaded, finished, latencies, rate)
-    finally:
-        platform.stop()
-        for server in reversed(servers):
-            server.stop()
+            loaded = asyncio.run(submit_all(platform.url, cli_ids, args.submissions, None, args.concurrency))
+            finished = asyncio.run(wait_finished(database_url, loaded, 600))
+            latencies, rate = asyncio.run(measure(database_url, loaded))
+            report("full load", loaded, finished, latencies, rate)
+        finally:
+            platform.stop()
 
 
 def main() -> None:

@@ -40,7 +40,9 @@ EXTRA_STOCK_VARIABLE = "KB_STOCK_EVAL_SHA256"
 SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 OUR_PY_DIR = PROBLEMS_ROOT / "examples"
-OUR_PY_FILES = ("harness_worker.py", "harness_wire.py", "harness_refkernels.py")  # beside our eval.py
+# Beside our eval.py: the same files the bundled problems' task.yml list (tests/runner/test_harness_choice.py checks).
+OUR_PY_FILES = ("harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py",
+                "harness_refkernels.py")
 OUR_CU_HARNESS = PROBLEMS_ROOT / "cuda_examples" / "eval.cu"
 REFERENCE_FILE = "reference.py"
 REFERENCE_FUNCTIONS = ("generate_input", "check_implementation")

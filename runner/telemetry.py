@@ -1,6 +1,6 @@
 """Telemetry around timed stages (harness.md §5.3.9): each GPU's temperature, clocks, power and slowdown reasons
 read through NVML just before and just after the stage, outside its timed window. A stage during which a GPU
-reported a thermal, power or hardware slowdown is `throttled`, and its report says so (runner.longreport)."""
+reported a thermal, power or hardware slowdown is `throttled`, and its report says so (services.core.longreport)."""
 
 from __future__ import annotations
 

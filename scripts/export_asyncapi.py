@@ -27,9 +27,10 @@ if str(ROOT) not in sys.path:
 
 
 def _settings(service: str):
+    from services.cli.service_settings import settings_class
     from services.kit import settings as kit
 
-    cls = {"gateway": kit.GatewaySettings, "dispatcher": kit.DispatcherSettings}.get(service, kit.ServiceSettings)
+    cls = settings_class(service)
     # Explicit values win over KB_* variables: the documented server is the default one, wherever this runs.
     return cls(nats_url=kit.DEFAULT_NATS_URL, database_url=kit.DEFAULT_DATABASE_URL)
 

@@ -26,9 +26,10 @@ if str(ROOT) not in sys.path:
 
 def specification() -> dict[str, Any]:
     from services.gateway.app import create_app
+    from services.gateway.settings import GatewaySettings
     from services.kit import settings as kit
 
-    settings = kit.GatewaySettings(nats_url=kit.DEFAULT_NATS_URL, database_url=kit.DEFAULT_DATABASE_URL)
+    settings = GatewaySettings(nats_url=kit.DEFAULT_NATS_URL, database_url=kit.DEFAULT_DATABASE_URL)
     return create_app(settings).openapi()
 
 

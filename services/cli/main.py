@@ -73,18 +73,11 @@ def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | score
 def _serve(name: str) -> None:
     import asyncio
 
+    from services.cli.service_settings import settings_class
     from services.kit import jsonlog
-    from services.kit.settings import (
-        DiscordSettings,
-        DispatcherSettings,
-        GatewaySettings,
-        ScorerSettings,
-        ServiceSettings,
-    )
 
     # the service's own settings first: a setting named both ours and upstream's way stops it here
-    settings = {"gateway": GatewaySettings, "dispatcher": DispatcherSettings, "discord": DiscordSettings,
-                "scorer": ScorerSettings}.get(name, ServiceSettings)()
+    settings = settings_class(name)()
     jsonlog.configure(name, settings.log_level)
     if name == "gateway":
         import uvicorn

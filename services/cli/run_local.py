@@ -24,12 +24,12 @@ def run_local_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the FullResult as JSON instead of the report")] = False,
 ) -> None:
     """Run a submission against a local problem with the server's harness and print the report."""
-    from runner import reports
     from runner.execute import execute
     from runner.payload import build_payload
     from runner.sandbox import SandboxPolicy
     from runner.sysinfo import collect_system_info
     from runner.taskfile import TaskFileError, load_problem
+    from services.core import reports
 
     if mode not in MODES:
         raise typer.BadParameter(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", param_hint="--mode")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from services.discord.bot import KernelBotClient
-from services.kit.settings import DiscordSettings
+from services.discord.settings import DiscordSettings
 
 
 def configured(settings: DiscordSettings) -> bool:

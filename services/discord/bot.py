@@ -18,11 +18,11 @@ from schemas.streams import EVENTS
 from services.discord import projection
 from services.discord.delivery import Delivery, Layout
 from services.discord.layout import ensure_layout
+from services.discord.settings import DiscordSettings
 from services.kit import metrics
 from services.kit.consumer import Kit, KitSlot
 from services.kit.leader import await_redeliveries
 from services.kit.runtime import ordered_batch_consumer, service_broker, start_kit, stop_kit
-from services.kit.settings import DiscordSettings
 
 log = logging.getLogger("kernelbot.discord")
 

@@ -1,4 +1,4 @@
-"""A run's reports for Discord, built by the one report module the gateway uses (runner.reports). Pure.
+"""A run's reports for Discord, built by the one report module the gateway uses (services.core.reports). Pure.
 
 The result is shaped exactly as the gateway rebuilds it from the read model (services.core.results), so a
 thread shows the same report as a popcorn-cli client gets for the same run.
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from runner import reports
 from schemas.events import RunCompleted
+from services.core import reports
 from services.core.results import eval_result
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from runner.reports import chunk, format_time
+from services.core.reports import chunk, format_time
 
 MESSAGE_LIMIT = 2000
 MODE_NAMES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "leaderboard": "ranked"}

@@ -13,9 +13,9 @@ from services.dispatcher.catalogue import build_catalogue
 from services.dispatcher.handlers import DispatchConfig, kit, router
 from services.dispatcher.rerun import router as rerun_router
 from services.dispatcher.scheduler import Scheduler
+from services.dispatcher.settings import DispatcherSettings
 from services.kit.consumer import Kit
 from services.kit.runtime import consumer_app
-from services.kit.settings import DispatcherSettings
 
 router.include_router(rerun_router)  # rejudge --rerun: fresh runs of ranked submissions
 

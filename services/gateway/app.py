@@ -27,12 +27,12 @@ from services.gateway.routes import (
     submissions,
     user,
 )
+from services.gateway.settings import GatewaySettings
 from services.gateway.standings_cache import StandingsCache
 from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
-from services.kit.settings import GatewaySettings
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:

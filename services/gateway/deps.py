@@ -11,8 +11,8 @@ from fastapi import Depends, Header, HTTPException, Request
 from faststream.nats import NatsBroker
 
 from services.core import read_model as repository
+from services.gateway.settings import GatewaySettings
 from services.gateway.standings_cache import StandingsCache
-from services.kit.settings import GatewaySettings
 
 
 # Async on purpose: FastAPI runs a plain `def` dependency in a worker thread, for every request.

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from services.kit.settings import OAuthProvider
+from services.gateway.settings import OAuthProvider
 
 TIMEOUT_S = 10.0
 # GitHub's REST API refuses requests without a User-Agent.

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from runner import reports
+from services.core import reports
 from services.core.results import RunOutcome
 
 log = logging.getLogger("kernelbot.gateway")

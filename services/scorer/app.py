@@ -6,8 +6,8 @@ from faststream import FastStream
 
 from services.kit.consumer import Kit
 from services.kit.runtime import consumer_app
-from services.kit.settings import ScorerSettings
 from services.scorer.handlers import ScorerConfig, kit, router
+from services.scorer.settings import ScorerSettings
 
 
 def create_app(settings: ScorerSettings | None = None) -> FastStream:

@@ -22,9 +22,9 @@ from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.kit.settings import ScorerSettings
 from services.scorer import fingerprints, rejudge, repository, scoring
 from services.scorer.scoring import BoardEntry
+from services.scorer.settings import ScorerSettings
 
 
 @dataclass(frozen=True)

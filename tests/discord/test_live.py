@@ -6,8 +6,7 @@ import asyncpg
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner import reports
-from services.core import read_model, results
+from services.core import read_model, reports, results
 from services.discord import texts
 from tests.discord.wire import Person, eventually, option, start_bot
 from tests.support.platform import identity_board

@@ -17,7 +17,7 @@ from problems import PROBLEMS_ROOT
 from runner.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 from services.core.hf_schedule import FILENAME, ExportSchedule
-from services.kit.settings import GatewaySettings
+from services.gateway.settings import GatewaySettings
 from tests.discord.wire import Person, option, start_bot
 from tests.support.fakes.hf_hub import TOKEN
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import discord
 
 from services.discord.bot import KernelBotClient
-from services.kit.settings import DiscordSettings
+from services.discord.settings import DiscordSettings
 from tests.support.fake_discord import APP_ID, GUILD_ID, FakeDiscord, user_payload
 
 _sequence = itertools.count(1)

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from services.gateway.app import create_app
-from services.kit.settings import GatewaySettings
+from services.gateway.settings import GatewaySettings
 from tests.gateway.admission import admin
 from tests.gateway.conftest import CODE, cli, new_user
 

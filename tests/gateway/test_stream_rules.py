@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from runner import reports
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import RunCompleted, SubmissionDeleted
-from services.core import results
+from services.core import reports, results
 from services.gateway import sse
 from services.ledger import projections
 from services.ledger.archive_sql import ARCHIVE_STATEMENTS

@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from problems import PROBLEMS_ROOT
-from runner import reports
 from runner.taskfile import load_problem
 from schemas.events import LeaderboardCreated
+from services.core import reports
 from tests.gateway.test_web_pages import FAST, browser, in_thread, page  # noqa: F401 - fixtures
 from tests.support.platform import Platform
 

@@ -8,7 +8,10 @@ import sys
 
 import pytest
 
-from services.kit.settings import DiscordSettings, DispatcherSettings, GatewaySettings, ServiceSettings
+from services.discord.settings import DiscordSettings
+from services.dispatcher.settings import DispatcherSettings
+from services.gateway.settings import GatewaySettings
+from services.kit.settings import ServiceSettings
 from services.kit.upstream_env import ALIASES, ConflictingSettings
 
 UPSTREAM = ("DATABASE_URL", "ADMIN_TOKEN", "DISCORD_TOKEN", "DISCORD_CLUSTER_STAGING_ID", "GITHUB_TOKEN",

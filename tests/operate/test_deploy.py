@@ -12,11 +12,10 @@ from pathlib import Path
 import pytest
 import typer
 import yaml
-from pydantic_settings import BaseSettings
 
 from schemas.streams import MAX_EVENT_BYTES
 from services.cli.main import SERVICE_NAMES, app
-from services.kit import settings as kit_settings
+from services.cli.service_settings import settings_classes
 from services.kit.embedded import find_nats_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,9 +27,8 @@ NATS_CONFIGS = (DEPLOY / "nats" / "cluster.conf", DEPLOY / "k8s" / "nats-cluster
 
 def known_settings() -> set[str]:
     names = set()
-    for value in vars(kit_settings).values():
-        if isinstance(value, type) and issubclass(value, BaseSettings):
-            names |= {f"KB_{field.upper()}" for field in value.model_fields}
+    for value in settings_classes().values():
+        names |= {f"KB_{field.upper()}" for field in value.model_fields}
     return names
 
 

@@ -3,6 +3,7 @@ report and the score show it. The runs themselves are in tests/exploits/test_ref
 
 from __future__ import annotations
 
+import importlib
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,11 +15,11 @@ from problems import PROBLEMS_ROOT
 from runner import harness_choice
 from runner.competition import CompetitionFileError, load_competition
 from runner.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
-from runner.longreport import long_report
 from runner.payload import build_payload
-from runner.reports import render_text
 from runner.taskfile import TaskFileError, load_problem
+from services.core.longreport import long_report
 from services.core.problems.sync import plan_sync
+from services.core.reports import render_text
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
 VECTORADD = FIXTURE / "pmpp_v2" / "vectoradd_py"
@@ -42,9 +43,29 @@ def test_a_stock_harness_asked_for_ours_is_replaced_by_our_supervisor_and_worker
     assert plan.protected and plan.info["kind"] == "kernelbot"
     assert plan.info["version"] == harness_choice._version(harness_choice.PY_VERSION, OUR_EVAL) + " +reference-kernels"
     assert plan.payload.sources["eval.py"] == OUR_EVAL  # the stock file is not even written
-    assert {"harness_worker.py", "harness_wire.py", "harness_refkernels.py"} <= set(plan.payload.sources)
+    assert {"harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py",
+            "harness_refkernels.py"} <= set(plan.payload.sources)
     for name in ("reference.py", "task.py", "utils.py", "submission.py"):  # the problem's own files stay
         assert plan.payload.sources[name] == payload_for(task).sources[name]
+
+
+def test_our_harness_ships_whole_wherever_it_goes(monkeypatch):
+    """eval.py imports its sibling files from the run directory: every bundled problem that runs it lists them all,
+    the reference-kernels path ships the same ones, and the worker never gets the supervisor's."""
+    examples = PROBLEMS_ROOT / "examples"
+    siblings = {path.name for path in examples.glob("harness_*.py")} - {"harness_refkernels.py"}
+    assert siblings == {"harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py"}
+    assert siblings | {"harness_refkernels.py"} == set(harness_choice.OUR_PY_FILES)
+    bundled = [load_problem(task_yml.parent).task for task_yml in sorted(examples.glob("*/task.yml"))]
+    assert len(bundled) >= 5
+    for task in bundled:
+        assert task.config.main == "eval.py" and task.files["eval.py"] == OUR_EVAL
+        for name in siblings:
+            assert task.files[name] == (examples / name).read_text(), name
+    monkeypatch.syspath_prepend(str(examples))
+    supervisor = importlib.import_module("harness_supervisor")
+    assert {"reference.py", "harness_refkernels.py", "harness_supervisor.py",
+            "harness_measure.py"} <= set(supervisor.HIDDEN_FROM_WORKER)
 
 
 def test_without_asking_the_problem_keeps_its_harness_marked_unprotected():

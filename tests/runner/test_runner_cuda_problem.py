@@ -67,7 +67,9 @@ struct Probe {
 
 
 def load_eval_py():
-    spec = importlib.util.spec_from_file_location("examples_eval_for_cuda", PROBLEMS_ROOT / "examples" / "eval.py")
+    # the seeds and limits of the example harness (eval.py runs them from harness_measure.py)
+    spec = importlib.util.spec_from_file_location("examples_measure_for_cuda",
+                                                  PROBLEMS_ROOT / "examples" / "harness_measure.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

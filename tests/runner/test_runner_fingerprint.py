@@ -14,7 +14,7 @@ import pytest
 
 from runner import nvml, sysinfo
 from runner.execute import execute
-from runner.reports import report
+from services.core.reports import report
 
 TIMED_HARNESS = """
 import os, sys

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import sys
 
 import pytest
 
@@ -16,10 +17,16 @@ from runner.sysinfo import collect_system_info, cpu_model
 from schemas.contracts import RunPayload
 
 
-def load_example_harness():
-    spec = importlib.util.spec_from_file_location("examples_eval", PROBLEMS_ROOT / "examples" / "eval.py")
+def load_example_harness(file_name: str = "harness_measure.py"):
+    """One file of the example harness as a module, its sibling files importable as in a run directory."""
+    examples = str(PROBLEMS_ROOT / "examples")
+    spec = importlib.util.spec_from_file_location(f"examples_{file_name[:-3]}", PROBLEMS_ROOT / "examples" / file_name)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, examples)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(examples)
     return module
 
 
@@ -124,7 +131,7 @@ def test_example_harness_mixes_the_secret_one_way():
 
 
 def test_example_harness_parses_case_lines():
-    harness = load_example_harness()
+    harness = load_example_harness("eval.py")
     assert harness.parse_case_line("size: 127; seed: -42; m: [96, 128]; dist: normal_2\n") == {
         "size": 127, "seed": -42, "m": [96, 128], "dist": "normal_2"}
     for bad in ("size 127", "size: 1.5", "size: 1; ", "x: a b"):

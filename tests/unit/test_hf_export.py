@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from services.core.hf_export import ExportNotConfigured, ExportRefused, best_per_code, check_request, destination
-from services.kit.settings import GatewaySettings
+from services.gateway.settings import GatewaySettings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

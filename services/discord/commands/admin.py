@@ -6,20 +6,17 @@ Each change is published as the event the rest of the platform already knows; th
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import discord
 from discord import app_commands
 
-from problems import PROBLEMS_ROOT
-from runner.taskfile import TaskFileError, load_problem
 from schemas.events import SubmissionDeleted
 from services.core import admin_repository, dev_boards, policy_changes, read_model, views
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, name_problem
-from services.discord.commands import admin_upstream
+from services.discord.commands import admin_upstream, problem_dirs
 from services.discord.commands.common import (
     admin_only,
     admin_or_creator,
@@ -32,16 +29,6 @@ from services.discord.commands.common import (
 )
 from services.discord.commands.leaderboard import submission_summary
 from services.kit.bus import publish
-
-
-def _problems_root(ctx) -> Path:
-    return Path(ctx.settings.problems_dir or PROBLEMS_ROOT).resolve()
-
-
-def _inside(root: Path, relative: str) -> Path | None:
-    """A directory under the problems root; None for anything that escapes it."""
-    path = (root / relative).resolve()
-    return path if path.is_relative_to(root) and path.exists() else None
 
 
 class Confirm(discord.ui.View):
@@ -68,7 +55,7 @@ async def sync_problems(ctx, repository: str | None, branch: str, problem_set: s
     """The shared problem sync (services.core.problems.apply), from a repository archive or the local root."""
     options = {"problem_set": problem_set, "force": force, "visibility": "public"}
     if not repository:
-        return await apply.plan_directory(ctx.pool, _problems_root(ctx), **options)
+        return await apply.plan_directory(ctx.pool, problem_dirs.problems_root(ctx), **options)
     if not problem_archive.REPOSITORY.match(repository) or not branch or "/" in branch:
         raise ValueError("repository must be <owner>/<name>, and the branch a name without slashes")
     data = await problem_archive.download(
@@ -80,6 +67,13 @@ def group(ctx) -> app_commands.Group:
     admin = app_commands.Group(name="admin", description="Leaderboard administration")
     admin.on_error = on_error
 
+    async def submission_or_reply(interaction: discord.Interaction, submission_id: int):
+        """The submission's read-model row; None once the admin has been told it does not exist."""
+        row = await read_model.submission(ctx.pool, submission_id)
+        if row is None:
+            await reply(interaction, "❌ Submission not found.")
+        return row
+
     async def delete_board(row, *, force: bool) -> None:
         """As the gateway's admin route does: the live submissions first, then the board, under a fresh tag."""
         for event in await dev_boards.deletion_events(ctx.pool, row, force=force):
@@ -90,16 +84,10 @@ def group(ctx) -> app_commands.Group:
                            gpu="GPU or comma list (default: the task's gpus)")
     @admin_only()
     async def create_dev(interaction: discord.Interaction, directory: str, gpu: str | None = None) -> None:
-        root = _problems_root(ctx)
-        path = _inside(root, directory)
-        if path is None:
-            await reply(interaction, f"❌ No problem directory `{directory}` under the problems root.")
+        loaded = await problem_dirs.load_or_reply(ctx, interaction, directory)
+        if loaded is None:
             return
-        try:
-            problem = load_problem(path, root=root)
-        except (TaskFileError, OSError) as exc:
-            await reply(interaction, f"❌ {exc}")
-            return
+        _, path, problem = loaded
         name = dev_boards.dev_board_name(path.name)
         gpus = [g.strip() for g in gpu.split(",") if g.strip()] if gpu else problem.gpus
         refusal = name_problem(name) or ("" if gpus else "no GPUs: name some, or list them in task.yml")
@@ -139,9 +127,8 @@ def group(ctx) -> app_commands.Group:
     @admin.command(name="delete-submission", description="Delete any submission")
     @admin_only()
     async def delete_submission(interaction: discord.Interaction, submission_id: int) -> None:
-        row = await read_model.submission(ctx.pool, submission_id)
+        row = await submission_or_reply(interaction, submission_id)
         if row is None:
-            await reply(interaction, "❌ Submission not found.")
             return
         view = Confirm(interaction.user.id)
         await reply(interaction, f"Delete submission {submission_id} by {row['user_name']}?", view=view)
@@ -199,8 +186,7 @@ def group(ctx) -> app_commands.Group:
             await reply(interaction, f"{len(found)} figures, attached.", files=[text_file("stats.txt", lines)])
 
     admin.add_command(alias(stats, "show-stats", "Upstream's name of stats"))
-    admin_upstream.add_commands(admin, ctx, problems_root=lambda: _problems_root(ctx), inside=_inside,
-                                delete_board=delete_board)
+    admin_upstream.add_commands(admin, ctx, delete_board=delete_board)
 
     async def _moderate(interaction: discord.Interaction, user: discord.User, banned: bool) -> bool:
         """The shared ban (services.core.policy_changes): a user the platform knows, answered once it shows."""
@@ -227,9 +213,8 @@ def group(ctx) -> app_commands.Group:
     @admin.command(name="get-submission", description="Any submission, secret runs included")
     @admin_only()
     async def get_submission(interaction: discord.Interaction, submission_id: int) -> None:
-        row = await read_model.submission(ctx.pool, submission_id)
+        row = await submission_or_reply(interaction, submission_id)
         if row is None:
-            await reply(interaction, "❌ Submission not found.")
             return
         await reply(interaction, await submission_summary(ctx, row, include_secret=True),
                     files=[text_file(row["file_name"], row["code"])])

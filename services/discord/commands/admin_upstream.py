@@ -15,12 +15,12 @@ from pathlib import Path
 import discord
 from discord import app_commands
 
-from runner.taskfile import TaskFileError, load_problem
 from schemas.events import LeaderboardCreated, UserRenamed
 from services.core import hf_export, read_model, settle
 from services.core.admission import policy
 from services.discord import admission, forum
 from services.discord import repository as bot_repository
+from services.discord.commands import problem_dirs
 from services.discord.commands.common import admin_only, reply, text_file, who
 from services.discord.projection import SCRATCH_FORUM_ID
 from services.kit.bus import publish
@@ -31,7 +31,7 @@ VERIFY_MODES = {"test": ["test"], "benchmark": ["benchmark"], "ranked": ["leader
                 "all": ["test", "benchmark", "leaderboard"]}
 
 
-def add_commands(admin: app_commands.Group, ctx, *, problems_root, inside, delete_board) -> None:
+def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
     @admin.command(name="export-hf", description="Upload leaderboards' ranked submissions to the Hugging Face Hub")
     @app_commands.describe(leaderboards="comma-separated leaderboard names", filename="file name, ending .parquet",
                            private="to the private data set (default); the public one takes finished boards")
@@ -113,16 +113,10 @@ def add_commands(admin: app_commands.Group, ctx, *, problems_root, inside, delet
     @admin_only()
     async def verify_task(interaction: discord.Interaction, directory: str, gpu: str | None = None,
                           mode: str = "ranked") -> None:
-        root = problems_root()
-        path = inside(root, directory)
-        if path is None:
-            await reply(interaction, f"❌ No problem directory `{directory}` under the problems root.")
+        loaded = await problem_dirs.load_or_reply(ctx, interaction, directory)
+        if loaded is None:
             return
-        try:
-            problem = load_problem(path, root=root)
-        except (TaskFileError, OSError) as exc:
-            await reply(interaction, f"❌ {exc}")
-            return
+        root, path, problem = loaded
         solutions = sorted(p for p in path.glob("solutions/*/*") if p.parent.name in ("correct", "wrong")
                            and p.is_file())
         if not solutions:

@@ -15,7 +15,8 @@ from collections import defaultdict
 import httpx
 
 from schemas.contracts import RunPayload
-from services.dispatcher.backends.base import PENDING, BackendUnavailable, JobLost, LaunchError, Outcome
+from services.dispatcher.backends import http
+from services.dispatcher.backends.base import PENDING, JobLost, LaunchError, Outcome
 from services.dispatcher.backends.carry import BUILDKITE_INLINE_MAX, PayloadLinks, carried
 from services.dispatcher.backends.results import RESULT_FILE, parse_result
 from services.dispatcher.catalogue import BuildkiteConfig
@@ -41,13 +42,7 @@ class BuildkiteBackend:
         self._busy: dict[str, set[str]] = defaultdict(set)  # queue -> builds of ours not yet finished
 
     async def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(f"Buildkite is unreachable: {exc}") from exc
-        if response.status_code >= 500 or response.status_code == 429:
-            raise BackendUnavailable(f"Buildkite answered {response.status_code}: {response.text[:200]}")
-        return response
+        return await http.request(self._http, "Buildkite", method, path, **kwargs)
 
     def _least_busy_queue(self) -> str:
         return min(self.queues, key=lambda queue: (len(self._busy[queue]), self.queues.index(queue)))

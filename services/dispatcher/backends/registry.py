@@ -10,7 +10,7 @@ from services.dispatcher.backends.local import LocalBackend
 from services.dispatcher.backends.null import NullBackend
 from services.dispatcher.catalogue import Catalogue, GpuEntry
 from services.dispatcher.scheduler import Lane
-from services.kit.settings import DispatcherSettings
+from services.dispatcher.settings import DispatcherSettings
 
 
 def _secret(value) -> str | None:

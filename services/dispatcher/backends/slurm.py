@@ -19,6 +19,7 @@ import httpx
 
 from runner.payload import encode_payload
 from schemas.contracts import RunPayload
+from services.dispatcher.backends import http
 from services.dispatcher.backends.base import PENDING, BackendUnavailable, JobLost, LaunchError, Outcome
 from services.dispatcher.backends.results import RESULT_FILE, parse_result
 from services.dispatcher.catalogue import SlurmConfig
@@ -57,13 +58,8 @@ class SlurmBackend:
                                        headers=headers, timeout=30)
 
     async def _request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        try:
-            response = await self._http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise BackendUnavailable(f"slurmrestd is unreachable: {exc}") from exc
-        if response.status_code >= 502 or response.status_code == 429:
-            raise BackendUnavailable(f"slurmrestd answered {response.status_code}: {response.text[:200]}")
-        return response
+        # slurmrestd answers 500 to a job it refuses or does not know (backends/http.py): an answer, not an outage
+        return await http.request(self._http, "slurmrestd", method, path, answers=(500, 501), **kwargs)
 
     def _run_dir(self, launch_key: str) -> Path:
         return Path(self.config.shared_dir) / UNSAFE.sub("_", launch_key)

@@ -13,9 +13,9 @@ from services.core import settle
 from services.gateway import auth_repository, oauth, registration
 from services.gateway.deps import Broker, Pool, Settings
 from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
+from services.gateway.settings import GatewaySettings, OAuthProvider
 from services.gateway.web.session import open_session
 from services.kit.bus import publish
-from services.kit.settings import GatewaySettings, OAuthProvider
 
 router = APIRouter()
 log = logging.getLogger("kernelbot.gateway.auth")

@@ -15,9 +15,8 @@ from fastapi import APIRouter, Cookie, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from runner import reports
 from services.core import read_model as repository
-from services.core import results, views
+from services.core import reports, results, views
 from services.gateway import pages_repository
 from services.gateway.deps import Cache, Pool, User
 from services.gateway.web import render

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fastapi import Request, Response
 from itsdangerous import BadData, TimestampSigner, URLSafeTimedSerializer
 
-from services.kit.settings import GatewaySettings
+from services.gateway.settings import GatewaySettings
 
 COOKIE = "kb_session"
 MAX_AGE_S = 7 * 24 * 3600

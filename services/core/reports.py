@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from runner.longreport import File, Link, Log, Part, Text, fenced, format_time, long_report
+from services.core.longreport import File, Link, Log, Part, Text, fenced, format_time, long_report
 
 __all__ = ["File", "Link", "Log", "Part", "Text", "chunk", "format_time", "long_report", "render_text", "report",
            "short_lines", "status_text", "title"]
@@ -122,6 +122,13 @@ def render_text(parts: list[Part]) -> str:
 FENCE = re.compile(r"(`{3,})(.*)")
 
 
+def _fence(opener: str) -> str:
+    """The fence (three or more backticks) of a line that opened a code block."""
+    match = FENCE.match(opener)
+    assert match is not None, opener  # openers are lines FENCE matched
+    return match.group(1)
+
+
 def chunk(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
     """Split a report into pieces of at most `limit` characters without breaking code blocks.
 
@@ -137,12 +144,12 @@ def chunk(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
         return sum(len(line) for line in lines) + max(0, len(lines) - 1)
 
     def fence_cost() -> int:
-        return 1 + len(FENCE.match(opener).group(1)) if opener is not None else 0
+        return 1 + len(_fence(opener)) if opener is not None else 0
 
     def closing(line: str) -> bool:
         match = FENCE.fullmatch(line.strip())
         return bool(opener and match and not match.group(2)
-                    and len(match.group(1)) >= len(FENCE.match(opener).group(1)))
+                    and len(match.group(1)) >= len(_fence(opener)))
 
     def flush() -> None:
         nonlocal current
@@ -150,7 +157,7 @@ def chunk(text: str, limit: int = DISCORD_LIMIT) -> list[str]:
             # the block has just opened: it moves to the next piece whole instead of leaving an empty block here
             pieces.append("\n".join(current[:-1]))
         else:
-            pieces.append("\n".join([*current, FENCE.match(opener).group(1)] if opener is not None else current))
+            pieces.append("\n".join([*current, _fence(opener)] if opener is not None else current))
         current = [opener] if opener is not None else []
 
     for line in text.split("\n"):

@@ -1,8 +1,9 @@
 """The long report of one run (harness.md §9.2) as a list of parts, and the time format of §9.3. Pure.
 
-Parts are kept apart from their rendering: an HTTP client gets them as markdown text (runner.reports.render_text),
-the Discord bot sends Logs as code blocks and Files as attachments. Works on the FullResult shape as plain JSON
-(what the read model and the SSE stream hold), so every consumer can call it without building contract objects.
+Parts are kept apart from their rendering: an HTTP client gets them as markdown text
+(services.core.reports.render_text), the Discord bot sends Logs as code blocks and Files as attachments. Works on the
+FullResult shape as plain JSON (what the read model and the SSE stream hold), so every consumer can call it without
+building contract objects.
 """
 
 from __future__ import annotations

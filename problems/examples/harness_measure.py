@@ -1,0 +1,131 @@
+"""The timing method of the example harness's supervisor (eval.py): the seeds of generated inputs, the warm-up, the
+no-op calibration and cross-check of harness.md §5.3.7, the stopping rule and the statistics of §5.4.
+
+Shipped beside eval.py wherever it goes (the task.yml `files` of each bundled problem, runner/harness_choice.py for
+reference-kernels problems) and hidden from the worker. No I/O; `request` is the supervisor's one request to the
+worker (harness_supervisor.Harness.request): fresh inputs, one call, every output checked.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import time
+
+# No user code runs in this process; the worker binds and re-verifies its own timing references.
+_perf_counter_ns, _monotonic = time.perf_counter_ns, time.monotonic
+
+# (max samples, sum-of-samples budget in ns, wall-clock limit per case in s); CPU-sized, see eval.py's docstring.
+LIMITS = {"benchmark": (200, 1_000_000_000, 2.0), "leaderboard": (1000, 2_000_000_000, 3.0)}
+MIN_SAMPLES = 10
+WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
+# Warm-up and benchmark-stage inputs start far from the leaderboard stage's iterations 1, 2, ... but public seeds
+# (seed + 13 * iteration) stay below 2**32: torch seeds its CPU generator with a seed's low 32 bits only.
+WARM_UP_ITERATION_BASE = 1 << 24
+BENCHMARK_ITERATION_BASE = 1 << 20
+# The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
+# exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
+# more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
+# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness tolerates 20% of
+# rejected calls where harness.md §5.3.7 says 10%. A patched timer or a side thread hiding its work is rejected on
+# nearly every call.
+PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.2
+OVERHEAD_CAP_NS = 2_000_000
+
+
+def mix_seed(secret: int | None, seed: int, iteration: int) -> int:
+    """The seed of one generated input. Public runs step by 13 as upstream; with a secret, HMAC-SHA256 keyed by the
+    secret over (seed, iteration), truncated to 31 bits, so a mixed seed reveals nothing about the secret."""
+    if secret is None:
+        return seed + 13 * iteration
+    digest = hmac.new(str(secret).encode(), f"{seed}:{iteration}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def timed_iteration(stage: str, sample: int) -> int:
+    """The input iteration of timed call `sample` (1-based) of a stage; leaderboard keeps upstream's numbering."""
+    return BENCHMARK_ITERATION_BASE + sample if stage == "benchmark" else sample
+
+
+def summarize(samples: list[int]) -> dict:
+    """The statistics of harness.md §5.4 (ns)."""
+    n = len(samples)
+    ordered = sorted(samples)
+    mean = sum(samples) / n
+    std = math.sqrt(sum((x - mean) ** 2 for x in samples) / (n - 1)) if n > 1 else 0.0
+    half = n // 2
+    median = ordered[half] if n % 2 else (ordered[half - 1] + ordered[half]) / 2
+    j = 1 if n < 6 else max(1, math.floor(n / 2 - 0.98 * math.sqrt(n)))  # 95% CI of the median: [min, max] if n < 6
+    k = n if n < 6 else min(n, math.ceil(1 + n / 2 + 0.98 * math.sqrt(n)))
+    ci_low, ci_high = ordered[j - 1], ordered[k - 1]
+    return {"runs": n, "mean": mean, "std": std, "err": std / math.sqrt(n), "best": ordered[0],
+            "worst": ordered[-1], "median": median, "ci_low": ci_low, "ci_high": ci_high}
+
+
+def converged(samples: list[int], total: int, total_squares: int) -> bool:
+    n = len(samples)
+    mean = total / n
+    variance = max(total_squares - n * mean * mean, 0.0) / (n - 1)
+    if mean <= 0 or math.sqrt(variance / n) / mean >= 0.001:
+        return False
+    stats = summarize(samples)  # only sorted once the cheap criterion holds
+    return (stats["ci_high"] - stats["ci_low"]) / 2 < 0.005 * stats["median"]
+
+
+def warm_up(request, case: dict) -> None:
+    started, calls = _perf_counter_ns(), 0
+    while calls < WARM_UP_CALLS or _perf_counter_ns() - started < WARM_UP_NS:
+        request("call", case, WARM_UP_ITERATION_BASE + calls)
+        calls += 1
+
+
+def calibrate(request, case: dict) -> int:
+    """The no-op overhead of one request for this case: the median over pings (inputs never used again),
+    capped so that a worker slowing its pings down cannot buy itself room."""
+    overheads = []
+    for ping in range(PINGS):
+        ok, _, measured = request("ping", case, WARM_UP_ITERATION_BASE - 1 - ping)
+        if ok:
+            overheads.append(window(measured))
+    return min(sorted(overheads)[len(overheads) // 2] if overheads else OVERHEAD_CAP_NS, OVERHEAD_CAP_NS)
+
+
+def window(measured: dict) -> int:
+    """What the supervisor saw a request take: wall time, or less where the worker's CPU clock says so (the
+    wall clock also counts the worker waiting for a core on a busy host)."""
+    cpu = measured["cpu"]
+    return measured["wall"] if cpu is None else min(measured["wall"], cpu)
+
+
+def measure(request, stage: str, case: dict) -> tuple[list[int], str, int]:
+    """(samples in ns, error, calls rejected by the cross-check) of one case of a timed stage."""
+    max_samples, sample_budget, wall_limit = LIMITS[stage]
+    ok, message, _ = request("call", case, 0)  # one untimed correctness check first
+    if not ok:
+        return [], message or "check failed", 0
+    overhead = calibrate(request, case)
+    samples: list[int] = []
+    started, violating = _monotonic(), 0
+    total = total_squares = 0
+    for sample in range(1, 2 * max_samples + 1):
+        # A fresh input every call, checked right after.
+        ok, message, measured = request("call", case, timed_iteration(stage, sample))
+        if not ok:
+            return [], f"timed call {sample}: {message or 'check failed'}", violating
+        elapsed = measured["ns"]
+        if window(measured) - elapsed > 2 * overhead + max(CROSS_CHECK_ABS_NS, CROSS_CHECK_REL * elapsed):
+            violating += 1
+            if violating >= MIN_SAMPLES and violating > sample // 2:  # early out: hiding work shows at once
+                return [], (f"unsynchronized work or timer tampering detected: {violating} of {sample} calls "
+                            f"took longer than the worker reported"), violating
+            continue
+        samples.append(elapsed)
+        total, total_squares = total + elapsed, total_squares + elapsed * elapsed
+        if len(samples) >= max_samples or (len(samples) >= MIN_SAMPLES and (
+                total > sample_budget or _monotonic() - started > wall_limit
+                or converged(samples, total, total_squares))):
+            break
+    if violating > MAX_VIOLATING * (len(samples) + violating):
+        return [], f"unsynchronized work or timer tampering detected: {violating} calls took longer than reported", violating
+    return samples, "", violating

@@ -1,0 +1,37 @@
+"""A problem directory under the bot's problems root, as `/admin create-dev-leaderboard`, `verify-task` and
+`update-problems` name one: the one place that resolves it, refuses an escape, loads its task.yml and says why not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import discord
+
+from problems import PROBLEMS_ROOT
+from runner.taskfile import LoadedProblem, TaskFileError, load_problem
+from services.discord.commands.common import reply
+
+
+def problems_root(ctx) -> Path:
+    return Path(ctx.settings.problems_dir or PROBLEMS_ROOT).resolve()
+
+
+def inside(root: Path, relative: str) -> Path | None:
+    """A directory under the problems root; None for anything that escapes it."""
+    path = (root / relative).resolve()
+    return path if path.is_relative_to(root) and path.exists() else None
+
+
+async def load_or_reply(ctx, interaction: discord.Interaction,
+                        directory: str) -> tuple[Path, Path, LoadedProblem] | None:
+    """(root, path, problem) of `directory`; None once the admin has been told why it cannot be loaded."""
+    root = problems_root(ctx)
+    path = inside(root, directory)
+    if path is None:
+        await reply(interaction, f"❌ No problem directory `{directory}` under the problems root.")
+        return None
+    try:
+        return root, path, load_problem(path, root=root)
+    except (TaskFileError, OSError) as exc:
+        await reply(interaction, f"❌ {exc}")
+        return None

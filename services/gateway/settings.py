@@ -1,0 +1,44 @@
+"""The gateway's settings (env: KB_ and the field name), with the open-data export's it shares with the bot.
+Built at start-up and passed down."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, SecretStr
+
+from services.core.settings import PROBLEMS_ARCHIVE_URL, HfExportSettings
+
+
+class OAuthProvider(BaseModel):
+    """One OAuth 2 provider's endpoints and this deployment's client (env: a JSON object, e.g. KB_OAUTH_GITHUB)."""
+
+    token_url: str
+    user_url: str
+    client_id: str = ""
+    client_secret: SecretStr | None = None
+
+
+class GatewaySettings(HfExportSettings):
+    host: str = "127.0.0.1"
+    port: int = 8000
+    admin_token: SecretStr | None = None
+    # How long a submit waits for the read model to show the new submission before answering 202 anyway.
+    projection_wait_s: float = 5.0
+    # How long a poll of popcorn-cli's submit loop is held until its submission is done (docs/polling.md); 0: never.
+    long_poll_s: float = 20.0
+    # At most this many polls are held at once; beyond, polls are answered at once.
+    long_poll_max_held: int = 1000
+    # Problem sync (http-api.md §3.29, §3.22): where a repository's branch archive is downloaded from, and the
+    # directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled problems).
+    problems_archive_url: str = PROBLEMS_ARCHIVE_URL
+    dev_problems_dir: str = ""
+    # Where browsers reach this gateway; the OAuth redirect URI is built from it (empty: the request's own URL).
+    public_url: str = ""
+    oauth_discord: OAuthProvider = OAuthProvider(token_url="https://discord.com/api/oauth2/token",
+                                                 user_url="https://discord.com/api/users/@me")
+    oauth_github: OAuthProvider = OAuthProvider(token_url="https://github.com/login/oauth/access_token",
+                                                user_url="https://api.github.com/user")
+    registration_ttl_s: float = 600.0
+    # Signs web session cookies; unset, a random key per process (sessions end with it, replicas disagree).
+    session_secret: SecretStr | None = None
+    # Hours between scheduled exports of every public leaderboard to the private data set (0: none).
+    hf_export_every_h: float = 0.0
