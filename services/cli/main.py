@@ -84,7 +84,8 @@ def _serve(name: str) -> None:
 
         from services.gateway.app import create_app
 
-        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning")
+        uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
+                    access_log=False)
         return
     if name == "discord":
         from services.discord.app import serve as serve_discord

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.core import read_model as repository
+from services.gateway.coalesce import Coalesced
 from services.gateway.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
 
 PATH = re.compile(r"^/(submissions|submission_count)/([^/]+)/([^/]+)$")
@@ -56,6 +57,13 @@ def if_none_match(scope: Scope) -> bytes | None:
 class HotRankings:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._boards: dict[int, Coalesced] = {}  # by pool: one per app instance (tests build several)
+
+    def _board(self, pool, name: str, gpu: str):
+        reads = self._boards.get(id(pool))
+        if reads is None:
+            reads = self._boards[id(pool)] = Coalesced(lambda n, g: repository.board_standing(pool, n, g))
+        return reads.get(name, gpu)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and scope["method"] == "GET" and await self._answered(scope, send):
@@ -71,7 +79,7 @@ class HotRankings:
         state = scope["app"].state
         if wanted is None or not hasattr(state, "standings_cache"):
             return False
-        board = await repository.board_standing(state.pool, name, gpu)
+        board = await self._board(state.pool, name, gpu)
         if board is None or board["visibility"] != "public" or gpu not in board["gpus"]:
             return False
         cache: StandingsCache = state.standings_cache

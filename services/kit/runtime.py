@@ -65,6 +65,12 @@ def durable_consumer(durable: str, *, ack_wait_s: float = 10.0, workers: int = 1
     }
 
 
+async def undecoded_batch(message) -> list[bytes]:
+    """The bodies of a batch as they came: the kit decodes each event once, into its own model
+    (services.kit.bus.decode); FastStream's default decoder would parse every body as JSON first, for nothing."""
+    return list(message.body)
+
+
 def ordered_batch_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size: int = 256,
                            linger_s: float = 0.01) -> dict:
     """Subscriber arguments for a consumer that applies messages in stream order, in batches.
@@ -81,6 +87,7 @@ def ordered_batch_consumer(durable: str, *, ack_wait_s: float = 30.0, batch_size
         # redelivered (services.kit.leader.await_redeliveries; the ledger and the Discord bot do).
         "config": _consumer_config(durable, ack_wait_s, max_ack_pending=batch_size),
         "ack_policy": AckPolicy.MANUAL,
+        "decoder": undecoded_batch,
     }
 
 

@@ -24,6 +24,10 @@ def events(event_type: str, alias: str = "e") -> str:
 
 SUBMISSION = "(e.payload->>'submission_id')::bigint"
 AT = "(e.payload->>'occurred_at')::timestamptz"
+# A completed run's fields, read from its payload at once: the payload (its result) is large enough to be stored
+# compressed, and each `payload->` would decompress all of it again, several times per event and stage.
+COMPLETED = ("jsonb_to_record(e.payload) AS p(run_id text, submission_id bigint, gpu text, secret bool, "
+             "occurred_at timestamptz, result jsonb)")
 
 JOB_ROWS = f"""
     SELECT {SUBMISSION} AS id, 'initial' AS status, NULL::text AS error, e.stream_seq AS ord
@@ -43,8 +47,10 @@ RUN_STATUS_ROWS = f"""
            e.payload->>'gpu' AS gpu, e.stream_seq AS ord {events('RunDispatched')}
     UNION ALL SELECT e.payload->>'run_id', 'running', NULL, NULL, NULL, {AT}, {SUBMISSION}, e.payload->>'gpu',
            e.stream_seq {events('RunStarted')}
-    UNION ALL SELECT e.payload->>'run_id', 'completed', NULL, NULL, NULL, {AT}, {SUBMISSION}, e.payload->>'gpu',
-           e.stream_seq {events('RunCompleted')}
+    UNION ALL SELECT p.run_id, 'completed', NULL, NULL, NULL, p.occurred_at, p.submission_id, p.gpu, e.stream_seq
+    FROM event_archive e CROSS JOIN LATERAL {COMPLETED}
+    WHERE e.event_type = 'RunCompleted' AND e.stream_seq BETWEEN $1 AND $2
+      AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))
     UNION ALL SELECT e.payload->>'run_id', 'failed', NULL, NULL,
            (e.payload->>'reason') || ': ' || (e.payload->>'detail'), {AT}, {SUBMISSION}, e.payload->>'gpu',
            e.stream_seq {events('RunFailed')}"""
@@ -146,11 +152,12 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         WHERE run_rank(r.status) < run_rank(EXCLUDED.status)"""),
     "run_request_outcome": (("RunCompleted",), f"""
         UPDATE run_requests r SET success = t.success, result_error = t.result_error, system = t.system
-        FROM (SELECT DISTINCT ON (e.payload->>'run_id') e.payload->>'run_id' AS run_id,
-                     (e.payload->'result'->>'success')::bool AS success,
-                     e.payload->'result'->>'error' AS result_error, e.payload->'result'->'system' AS system
-              {events('RunCompleted')}
-              ORDER BY e.payload->>'run_id', e.stream_seq DESC) AS t
+        FROM (SELECT DISTINCT ON (p.run_id) p.run_id, (p.result->>'success')::bool AS success,
+                     p.result->>'error' AS result_error, p.result->'system' AS system
+              FROM event_archive e CROSS JOIN LATERAL {COMPLETED}
+              WHERE e.event_type = 'RunCompleted' AND e.stream_seq BETWEEN $1 AND $2
+                AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))
+              ORDER BY p.run_id, e.stream_seq DESC) AS t
         WHERE r.run_id = t.run_id"""),
     # The latest beat wins whatever the order a batch applies them in (a replay batches differently than live).
     "job_running": (("RunStarted",), f"""
@@ -167,16 +174,16 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
     "stage_insert": (("RunCompleted",), f"""
         INSERT INTO runs (run_id, stage, submission_id, gpu, secret, passed, result, system, harness_version,
                           start_time, end_time, recorded_seq)
-        SELECT DISTINCT ON (e.payload->>'run_id', s.stage)
-               e.payload->>'run_id', s.stage, {SUBMISSION}, e.payload->>'gpu', (e.payload->>'secret')::bool,
+        SELECT DISTINCT ON (p.run_id, s.stage)
+               p.run_id, s.stage, p.submission_id, p.gpu, p.secret,
                COALESCE((s.ev->'run'->>'success')::bool AND (s.ev->'run'->>'passed')::bool, false), s.ev,
-               e.payload->'result'->'system', COALESCE(NULLIF(s.ev->'harness'->>'version', ''),
+               p.result->'system', COALESCE(NULLIF(s.ev->'harness'->>'version', ''),
                         s.ev->'run'->'result'->>'harness-version', ''),
                NULLIF(s.ev->>'start', '')::timestamptz, NULLIF(s.ev->>'end', '')::timestamptz, e.stream_seq
-        FROM event_archive e CROSS JOIN LATERAL jsonb_each(e.payload->'result'->'runs') AS s(stage, ev)
+        FROM event_archive e CROSS JOIN LATERAL {COMPLETED} CROSS JOIN LATERAL jsonb_each(p.result->'runs') AS s(stage, ev)
         WHERE e.event_type = 'RunCompleted' AND e.stream_seq BETWEEN $1 AND $2
           AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))
-        ORDER BY e.payload->>'run_id', s.stage, e.stream_seq
+        ORDER BY p.run_id, s.stage, e.stream_seq
         ON CONFLICT (run_id, stage) DO NOTHING"""),
     "score_insert": (("ScoreComputed",), f"""
         INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at)

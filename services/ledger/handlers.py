@@ -16,13 +16,17 @@ kit: KitSlot[None] = KitSlot(None)
 PROJECT_ALL = "ledger-project"
 # Short, since a restarted ledger waits this long for what its predecessor held (services/kit/leader.py).
 LEDGER_ACK_WAIT_S = 10.0
+# Events per transaction at most. Behind (a burst, a restart), each batch pays its commit and one round trip per
+# statement once for up to this many events; idle, a batch closes after the linger whatever its size.
+LEDGER_BATCH = 1000
 
 
 async def _apply(conn, events) -> None:
     await repository.project_batch(conn, events)
 
 
-@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL, ack_wait_s=LEDGER_ACK_WAIT_S), title=PROJECT_ALL,
+@router.subscriber("evt.>", **ordered_batch_consumer(PROJECT_ALL, ack_wait_s=LEDGER_ACK_WAIT_S,
+                                                       batch_size=LEDGER_BATCH), title=PROJECT_ALL,
                    description="Every event of the catalogue (schemas.events), projected in stream order.")
 async def project_events(body: list[Any]) -> None:
     # A batch is applied in stream order in one transaction: projections see events in the order they happened.

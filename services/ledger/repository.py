@@ -7,11 +7,13 @@ import asyncpg
 
 from schemas.envelope import Event
 from services.ledger.archive_sql import ARCHIVE_STATEMENTS, STANDING_EVENTS, STANDING_REFRESH
-from services.ledger.projections import STATEMENT_ORDER, Plan, archive_rows, plan_batch
+from services.ledger.projections import STATEMENT_ORDER, Plan, archive_rows, plan_batch, step_filter
 
 ARCHIVE = """
 INSERT INTO event_archive (stream_seq, event_id, event_type, subject, correlation_id, occurred_at, payload)
-SELECT * FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::jsonb[])
+SELECT seq, id, type, subject, correlation, at, payload::jsonb
+FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[])
+     AS e(seq, id, type, subject, correlation, at, payload)
 ON CONFLICT (stream_seq) DO NOTHING
 """
 STATEMENTS = {
@@ -134,4 +136,4 @@ async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]
     """Archive and project a batch of (stream sequence, event) inside the caller's transaction."""
     await conn.execute(ARCHIVE, *archive_rows(events))
     for plan in plan_batch(events):
-        await apply_step(conn, plan, plan.seqs[0], plan.seqs[-1], plan.seqs, notify=notify)
+        await apply_step(conn, plan, plan.seqs[0], plan.seqs[-1], step_filter(plan.seqs), notify=notify)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 from schemas.contracts import CompileResult, EvalResult, FullResult, PyConfig, RunResult, SystemInfo, Task
@@ -63,7 +64,7 @@ def test_archive_rows_are_columns_in_batch_order() -> None:
     assert ids == ["SubmissionReceived:1", "RunCompleted:7.H100.secret"]
     assert types == ["SubmissionReceived", "RunCompleted"]
     assert subjects == ["evt.submission.received", "evt.run.completed"]
-    assert payloads[1]["result"]["system"]["cpu"] == "AMD EPYC"
+    assert json.loads(payloads[1])["result"]["system"]["cpu"] == "AMD EPYC"
     assert correlations == ["", ""]
 
 
