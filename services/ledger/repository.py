@@ -113,8 +113,12 @@ STATEMENTS = {
         SELECT count(pg_notify('kb_standings', json_build_object('board', leaderboard_id, 'gpu', gpu,
                                                                  'version', version)::text)) FROM versions""",
 }
-# Every statement that writes the read model (a rebuild truncates and compares what they write).
+# Every statement that writes the read model.
 ALL_SQL = [*STATEMENTS.values(), *(sql for _, sql in ARCHIVE_STATEMENTS.values()), STANDING_REFRESH]
+# The read model's tables: what a rebuild (`kernelbot events replay ledger`) empties and fills again. A new projection
+# adds its table here; tests/unit/test_replay_tables.py fails while a statement above writes a table not listed.
+TABLES = ("leaderboards", "scores", "standings", "standing_versions", "submissions", "users", "intake", "rate_limits",
+          "precheck_policies", "invites", "precheck_verdicts", "jobs", "run_requests", "runs", "rank_changes")
 
 
 async def apply_step(conn: asyncpg.Connection, plan: Plan, lo: int, hi: int, seqs: list[int] | None, *,

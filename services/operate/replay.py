@@ -8,7 +8,6 @@ its own to apply, with the events it emits.
 
 from __future__ import annotations
 
-import re
 from collections.abc import AsyncIterator, Callable
 
 import asyncpg
@@ -45,17 +44,6 @@ SELECT count(*) FROM event_archive WHERE stream_seq <= $1 AND ($2::text[] IS NUL
 """
 
 Progress = Callable[[int], None]
-
-
-def ledger_tables() -> list[str]:
-    """Every table the ledger's statements write, read from the statements themselves, so a new projection is
-    rebuilt without this list being told about it."""
-    found = []
-    for sql in ledger_repository.ALL_SQL:
-        for table in re.findall(r"\b(?:INSERT INTO|(?<!DO )UPDATE|DELETE FROM)\s+([a-z_]+)", sql, flags=re.IGNORECASE):
-            if table not in found and table != "event_archive":
-                found.append(table)
-    return found
 
 
 async def _events_from_archive(conn: asyncpg.Connection, bound: int, subjects: list[str] | None,
@@ -102,7 +90,7 @@ async def rebuild_ledger(conn: asyncpg.Connection, source: str, nats_url: str, p
         # The live ledger's next batch waits here (it writes the archive in the same transaction as the model).
         await conn.execute("LOCK TABLE event_archive IN EXCLUSIVE MODE")
         bound = await conn.fetchval(ARCHIVE_BOUND)
-        tables = ledger_tables() + (["event_archive"] if source == "stream" else [])
+        tables = [*ledger_repository.TABLES, *(["event_archive"] if source == "stream" else [])]
         if source == "archive":
             # the archive is written in the transaction that applies its events: all of it was applied
             await conn.execute(f"TRUNCATE {', '.join(tables)} RESTART IDENTITY")
