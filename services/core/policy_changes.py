@@ -12,8 +12,9 @@ import uuid
 
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
 from services.core import admin_repository, settle
+from services.core.position import LedgerPosition
 
-PROJECTION_WAIT_S = 5.0
+PROJECTION_WAIT_S = settle.PROJECTION_WAIT_S
 
 
 class UnknownUser(LookupError):
@@ -21,23 +22,16 @@ class UnknownUser(LookupError):
         super().__init__(f"User {user_id} not found")
 
 
-async def set_intake(broker, pool, accepting: bool, timeout_s: float = PROJECTION_WAIT_S) -> bool:
+async def set_intake(broker, position: LedgerPosition, accepting: bool, timeout_s: float = PROJECTION_WAIT_S) -> bool:
     """Open or close intake; False when the read model did not show it within the wait."""
     event = IntakeResumed(change_id=uuid.uuid4().hex) if accepting else IntakePaused(change_id=uuid.uuid4().hex)
-
-    async def shown() -> bool:
-        return await admin_repository.accepting(pool) is accepting
-
-    return await settle.publish_and_settle(broker, event, shown, timeout_s)
+    return await settle.publish_and_settle(broker, event, position, timeout_s)
 
 
-async def set_ban(broker, pool, user_id: str, banned: bool, timeout_s: float = PROJECTION_WAIT_S) -> bool:
+async def set_ban(broker, pool, position: LedgerPosition, user_id: str, banned: bool,
+                  timeout_s: float = PROJECTION_WAIT_S) -> bool:
     """Ban or unban a known user (raises UnknownUser otherwise); False when the read model lagged the wait."""
     if await admin_repository.user(pool, user_id) is None:
         raise UnknownUser(user_id)
     event = (UserBanned if banned else UserUnbanned)(user_id=user_id, change_id=uuid.uuid4().hex)
-
-    async def shown() -> bool:
-        return (await admin_repository.user(pool, user_id))["banned"] is banned
-
-    return await settle.publish_and_settle(broker, event, shown, timeout_s)
+    return await settle.publish_and_settle(broker, event, position, timeout_s)

@@ -9,6 +9,7 @@ USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id = 
 CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
 WAS_DELETED = "SELECT deleted FROM submissions WHERE id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
+LEDGER_POSITION = "SELECT COALESCE(max(stream_seq), 0) FROM tracking WHERE consumer = $1"
 LEADERBOARDS = "SELECT * FROM leaderboards ORDER BY id"
 # What a ranking request needs of its board, with the version of the (board, GPU) standings its cache keys on.
 BOARD_STANDING = """
@@ -256,3 +257,8 @@ async def decision(pool: asyncpg.Pool, submission_id: int):
 
 async def rejection(pool: asyncpg.Pool, submission_id: int) -> dict | None:
     return await pool.fetchval(REJECTION, str(submission_id))
+
+
+async def ledger_position(pool: asyncpg.Pool, consumer: str) -> int:
+    """The last stream sequence the ledger applied (it applies the stream in order)."""
+    return int(await pool.fetchval(LEDGER_POSITION, consumer))

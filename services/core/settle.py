@@ -2,8 +2,9 @@
 
 The front ends publish events and answer once the ledger has projected them, so the caller and its next request see
 the change. The wait is bounded: the events are durable either way, and a slow pipeline gets an answer in time.
-One polling loop for every such wait of the gateway and the bot. (A submission's own changes are announced by the
-ledger on a Postgres channel instead: services.gateway.waiter.ProjectionWaiter.)
+`publish_and_settle` is that wait for every change the ledger projects directly: it waits on the ledger's announced
+position (services/core/position.py). `until` remains for the few waits that pass through another service first,
+whose stream sequence the waiter cannot know (the scorer's reinstatement of a cleared submission).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from typing import TypeVar
 from faststream.nats import NatsBroker
 
 from schemas.envelope import Event
+from services.core.position import LedgerPosition
 from services.kit.bus import publish
 
 POLL_S = 0.02
+PROJECTION_WAIT_S = 5.0  # the bot's wait; the gateway's is KB_PROJECTION_WAIT_S
 T = TypeVar("T")
 
 
@@ -34,9 +37,10 @@ async def until(probe: Callable[[], Awaitable[T]], timeout_s: float, poll_s: flo
         await asyncio.sleep(poll_s)
 
 
-async def publish_and_settle(broker: NatsBroker, events: Event | Sequence[Event],
-                             shown: Callable[[], Awaitable[bool]], timeout_s: float) -> bool:
-    """Publish the events in order, then wait until `shown()` holds; False when the wait ran out."""
+async def publish_and_settle(broker: NatsBroker, events: Event | Sequence[Event], position: LedgerPosition,
+                             timeout_s: float) -> bool:
+    """Publish the events in order, then wait until the ledger has applied the last; False when the wait ran out."""
+    last = 0
     for event in [events] if isinstance(events, Event) else events:
-        await publish(broker, event)
-    return await until(shown, timeout_s) is not None
+        last = max(last, await publish(broker, event))
+    return await position.reached(last, timeout_s)

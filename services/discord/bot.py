@@ -15,6 +15,7 @@ from discord import app_commands
 from faststream.nats import NatsBroker, NatsRouter
 
 from schemas.streams import EVENTS
+from services.core.position import LedgerPosition
 from services.discord import projection
 from services.discord.delivery import Delivery, Layout
 from services.discord.layout import ensure_layout
@@ -41,6 +42,7 @@ class BotContext:
     broker: NatsBroker | None = None
     layout: Layout | None = None
     delivery: Delivery | None = None
+    position: LedgerPosition | None = None  # the ledger's, for the commands' read-your-own-write waits
 
 
 def _router(slot: KitSlot, on_applied) -> NatsRouter:
@@ -78,6 +80,8 @@ class KernelBotClient(discord.Client):
         self.kit = await start_kit(broker, settings)
         self.slot.fill(self.kit)
         self.ctx.pool, self.ctx.broker = self.kit.pool, broker
+        self.ctx.position = LedgerPosition()
+        await self.ctx.position.start(settings.database_url, self.kit.pool)
         self.ctx.layout = await ensure_layout(self, settings.discord_guild_id)
         register(self.tree, self.ctx)
         await self.tree.sync(guild=self.guild_object)
@@ -101,6 +105,8 @@ class KernelBotClient(discord.Client):
             self.observer = None
         if self.ctx.delivery is not None:
             await self.ctx.delivery.stop()
+        if self.ctx.position is not None:
+            await self.ctx.position.stop()
         if self.ctx.broker is not None:
             await self.ctx.broker.stop()
         if self.kit is not None:

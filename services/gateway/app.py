@@ -11,6 +11,7 @@ from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionRecei
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
 from services.core.hf_schedule import ExportSchedule
+from services.core.position import LedgerPosition
 from services.gateway import errors, openapi
 from services.gateway.hot_reads import HotRankings
 from services.gateway.long_poll import PollMemory
@@ -51,6 +52,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await declare_streams(broker)
         app.state.waiter = ProjectionWaiter()
         await app.state.waiter.start(settings.database_url)
+        app.state.position = LedgerPosition()
+        await app.state.position.start(settings.database_url, app.state.pool)
         schedule = ExportSchedule(app.state.pool, settings) if settings.hf_export_every_h > 0 else None
         if schedule is not None:
             schedule.start()
@@ -63,6 +66,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await app.state.standings_cache.stop()
             if schedule is not None:
                 await schedule.stop()
+            await app.state.position.stop()
             await app.state.waiter.stop()
             await broker.stop()
             await app.state.pool.close()

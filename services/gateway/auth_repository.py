@@ -21,7 +21,6 @@ WHERE cli_id_digest = $1 AND provider = $2 AND claimed_at IS NULL AND expires_at
 RETURNING provider
 """
 USER = "SELECT user_id, provider FROM users WHERE user_id = $1"
-BOUND = "SELECT 1 FROM users WHERE user_id = $1 AND cli_id = $2"
 
 
 async def start(pool: asyncpg.Pool, cli_id_digest: str, provider: str, ttl_s: float) -> None:
@@ -44,7 +43,3 @@ async def claim(pool: asyncpg.Pool, cli_id_digest: str, provider: str) -> bool:
 
 async def user(pool: asyncpg.Pool, user_id: str):
     return await pool.fetchrow(USER, user_id)
-
-
-async def bound(pool: asyncpg.Pool, user_id: str, cli_id: str) -> bool:
-    return await pool.fetchval(BOUND, user_id, cli_id) is not None

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import HTTPException, Request
@@ -18,10 +17,10 @@ def change_id() -> str:
     return uuid.uuid4().hex
 
 
-async def publish_and_settle(request: Request, event: Event, shown: Callable[[], Awaitable[bool]]) -> bool:
-    """Publish, then wait until `shown()` holds (the ledger projected the change) or the projection wait passes."""
+async def publish_and_settle(request: Request, event: Event) -> bool:
+    """Publish, then wait until the ledger has projected the change or the projection wait passes."""
     state = request.app.state
-    return await settle.publish_and_settle(state.broker, event, shown, state.settings.projection_wait_s)
+    return await settle.publish_and_settle(state.broker, event, state.position, state.settings.projection_wait_s)
 
 
 def field(body: Any, name: str) -> Any:

@@ -11,6 +11,7 @@ from fastapi import Depends, Header, HTTPException, Request
 from faststream.nats import NatsBroker
 
 from services.core import read_model as repository
+from services.core.position import LedgerPosition
 from services.gateway.settings import GatewaySettings
 from services.gateway.standings_cache import StandingsCache
 
@@ -28,6 +29,10 @@ async def get_broker(request: Request) -> NatsBroker:
     return request.app.state.broker
 
 
+async def get_position(request: Request) -> LedgerPosition:
+    return request.app.state.position
+
+
 async def get_standings_cache(request: Request) -> StandingsCache:
     return request.app.state.standings_cache
 
@@ -35,6 +40,7 @@ async def get_standings_cache(request: Request) -> StandingsCache:
 Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
 Cache = Annotated[StandingsCache, Depends(get_standings_cache)]
 Broker = Annotated[NatsBroker, Depends(get_broker)]
+Position = Annotated[LedgerPosition, Depends(get_position)]
 Settings = Annotated[GatewaySettings, Depends(get_settings)]
 
 

@@ -1,14 +1,11 @@
-"""Waits for the ledger to project a change of a submission (recorded, finished, deleted): so a client reads its
-own write, and so a held poll is answered the moment its submission is done."""
+"""Waits for the ledger to project a change of one submission, whichever service's event it was: the dispatcher's
+decision on a new submission (the submit answers with it), and a held poll answered the moment its submission is
+done. (A change the front end publishes itself waits on the ledger's position instead: services/core/position.py.)"""
 
 from __future__ import annotations
 
 import asyncio
 
-from faststream.nats import NatsBroker
-
-from schemas.envelope import Event
-from services.kit.bus import publish
 from services.kit.listener import Listener
 
 CHANNEL = "kb_submission"
@@ -72,16 +69,6 @@ class ProjectionWaiter:
             return False
         finally:
             self._waiting.pop(submission_id, None)
-
-    async def publish_and_wait(self, broker: NatsBroker, event: Event, submission_id: int, timeout_s: float) -> bool:
-        """Publish an event about a submission, then wait until the ledger has projected it (False on timeout)."""
-        projected = self.expect(submission_id)
-        try:
-            await publish(broker, event)
-        except BaseException:
-            self._waiting.pop(submission_id, None)
-            raise
-        return await self.wait(submission_id, projected, timeout_s)
 
     async def stop(self) -> None:
         self._release_all()  # held polls are answered with what there is, not cut off

@@ -111,22 +111,24 @@ class PublishFailed(Exception):
     """The stream did not acknowledge an event; the caller decides how to tell its client."""
 
 
-async def publish(broker: NatsBroker, event: Event) -> None:
-    """Publish one event and wait for the stream's acknowledgement (direct publishing outside the outbox).
+async def publish(broker: NatsBroker, event: Event) -> int:
+    """Publish one event and wait for the stream's acknowledgement (direct publishing outside the outbox); returns
+    its stream sequence (for a duplicate, the sequence of the copy the stream kept).
 
     A retry after a lost acknowledgement is safe: the fixed message id makes the stream drop the copy.
     """
     for attempt in range(1, PUBLISH_ATTEMPTS + 1):
         try:
-            await broker.publish(
+            ack = await broker.publish(
                 encode(event), event.subject, headers={MSG_ID_HEADER: event.message_id}, stream=EVENTS.name,
                 timeout=PUBLISH_ACK_TIMEOUT_S,
             )
-            return
+            return ack.seq
         except Exception as exc:  # noqa: BLE001 - timeouts and lost connections alike
             if attempt == PUBLISH_ATTEMPTS:
                 raise PublishFailed(f"{event.subject} was not acknowledged: {exc!r}") from exc
             await asyncio.sleep(0.1 * attempt)
+    raise AssertionError("unreachable: the last attempt returns or raises")
 
 
 async def publish_all(nats_url: str, events) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 from faststream.nats import NatsRouter
 
+from services.core.position import LEDGER_CONSUMER
 from services.kit.consumer import KitSlot
 from services.kit.runtime import ordered_batch_consumer
 from services.ledger import repository
@@ -13,7 +14,7 @@ from services.ledger import repository
 router = NatsRouter()
 kit: KitSlot[None] = KitSlot(None)
 
-PROJECT_ALL = "ledger-project"
+PROJECT_ALL = LEDGER_CONSUMER  # the front ends read the ledger's position from its tracking rows
 # Short, since a restarted ledger waits this long for what its predecessor held (services/kit/leader.py).
 LEDGER_ACK_WAIT_S = 10.0
 # Events per transaction at most. Behind (a burst, a restart), each batch pays its commit and one round trip per

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncpg
 
 from schemas.envelope import Event
+from services.core.position import POSITION_CHANNEL
 from services.ledger.archive_sql import ARCHIVE_STATEMENTS, STANDING_EVENTS, STANDING_REFRESH
 from services.ledger.projections import STATEMENT_ORDER, Plan, archive_rows, plan_batch, step_filter
 
@@ -121,6 +122,8 @@ TABLES = ("leaderboards", "scores", "standings", "standing_versions", "submissio
           "precheck_policies", "invites", "precheck_verdicts", "jobs", "run_requests", "runs", "rank_changes")
 
 
+ANNOUNCE_POSITION = "SELECT pg_notify($1, $2)"
+
 async def apply_step(conn: asyncpg.Connection, plan: Plan, lo: int, hi: int, seqs: list[int] | None, *,
                      notify: bool = True) -> None:
     """Apply one step whose events are archived already: stream sequences lo..hi, exactly `seqs` when given."""
@@ -137,7 +140,10 @@ async def apply_step(conn: asyncpg.Connection, plan: Plan, lo: int, hi: int, seq
 
 
 async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]], *, notify: bool = True) -> None:
-    """Archive and project a batch of (stream sequence, event) inside the caller's transaction."""
+    """Archive and project a batch of (stream sequence, event) inside the caller's transaction; with `notify`, also
+    announce the ledger's new position (services/core/position.py), delivered when the transaction commits."""
     await conn.execute(ARCHIVE, *archive_rows(events))
     for plan in plan_batch(events):
         await apply_step(conn, plan, plan.seqs[0], plan.seqs[-1], step_filter(plan.seqs), notify=notify)
+    if notify and events:
+        await conn.execute(ANNOUNCE_POSITION, POSITION_CHANNEL, str(max(seq for seq, _ in events)))

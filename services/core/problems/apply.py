@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas.envelope import Event
+from services.core.position import LedgerPosition
 from services.core.problems import archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import SyncPlan, plan_sync
@@ -34,13 +35,16 @@ async def plan_archive(pool, data: bytes, *, problem_set: str | None, force: boo
         return await plan_directory(pool, root, problem_set=problem_set, force=force, visibility=visibility)
 
 
-async def publish_plan(broker, plan: SyncPlan) -> list[Event]:
-    """Publish the plan's events in order; returns those stored, and records each refused one in the plan."""
-    stored = []
+async def publish_plan(broker, plan: SyncPlan, position: LedgerPosition, timeout_s: float) -> list[Event]:
+    """Publish the plan's events in order, each refused one recorded in the plan; then wait (bounded) until the
+    ledger has projected what was stored, so the caller's next read shows the boards. Returns the stored events."""
+    stored, last = [], 0
     for event in plan.events:
         try:
-            await publish(broker, event)
+            last = max(last, await publish(broker, event))
             stored.append(event)
         except PublishFailed as exc:
             plan.fail(event, str(exc))
+    if stored:
+        await position.reached(last, timeout_s)
     return stored

@@ -11,7 +11,7 @@ import discord
 from discord import app_commands
 
 from schemas.events import SubmissionDeleted
-from services.core import admin_repository, dev_boards, policy_changes, read_model, views
+from services.core import admin_repository, dev_boards, policy_changes, read_model, settle, views
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
@@ -76,8 +76,8 @@ def group(ctx) -> app_commands.Group:
 
     async def delete_board(row, *, force: bool) -> None:
         """As the gateway's admin route does: the live submissions first, then the board, under a fresh tag."""
-        for event in await dev_boards.deletion_events(ctx.pool, row, force=force):
-            await publish(ctx.broker, event)
+        events = await dev_boards.deletion_events(ctx.pool, row, force=force)
+        await settle.publish_and_settle(ctx.broker, events, ctx.position, settle.PROJECTION_WAIT_S)
 
     @admin.command(name="create-dev-leaderboard", description="A leaderboard from a local problem directory")
     @app_commands.describe(directory="problem directory under the problems root",
@@ -96,8 +96,7 @@ def group(ctx) -> app_commands.Group:
             return
         events, _ = await dev_boards.dev_board_events(ctx.pool, name, problem, gpus=gpus, now=datetime.now(UTC),
                                                       creator_id=interaction.user.id)
-        for event in events:
-            await publish(ctx.broker, event)
+        await settle.publish_and_settle(ctx.broker, events, ctx.position, settle.PROJECTION_WAIT_S)
         await reply(interaction, f"✅ Created `{name}`.")
 
     admin.add_command(alias(create_dev, "create-local", "Upstream's name of create-dev-leaderboard"))
@@ -142,14 +141,14 @@ def group(ctx) -> app_commands.Group:
     @admin_only()
     async def stop(interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)  # the wait may pass Discord's 3 s
-        await policy_changes.set_intake(ctx.broker, ctx.pool, False)
+        await policy_changes.set_intake(ctx.broker, ctx.position, False)
         await reply(interaction, "⏸ Intake stopped: new submissions are refused.")
 
     @admin.command(name="start", description="Accept submissions again")
     @admin_only()
     async def start(interaction: discord.Interaction) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
-        await policy_changes.set_intake(ctx.broker, ctx.pool, True)
+        await policy_changes.set_intake(ctx.broker, ctx.position, True)
         await reply(interaction, "▶ Intake open.")
 
     @admin.command(name="update-problems", description="Sync leaderboards from a problem repository")
@@ -165,7 +164,7 @@ def group(ctx) -> app_commands.Group:
         except (problem_archive.ArchiveError, ProblemSetNotFound, ValueError) as exc:
             await reply(interaction, f"❌ {exc}")
             return
-        await apply.publish_plan(ctx.broker, plan)
+        await apply.publish_plan(ctx.broker, plan, ctx.position, settle.PROJECTION_WAIT_S)
         report = plan.report()
         errors = "".join(f"\n❌ {e['name']}: {e['error']}" for e in report["errors"])
         await reply(interaction, f"✅ created {len(report['created'])}, updated {len(report['updated'])}, skipped "
@@ -192,7 +191,7 @@ def group(ctx) -> app_commands.Group:
         """The shared ban (services.core.policy_changes): a user the platform knows, answered once it shows."""
         await interaction.response.defer(ephemeral=True, thinking=True)  # the wait may pass Discord's 3 s
         try:
-            await policy_changes.set_ban(ctx.broker, ctx.pool, str(user.id), banned)
+            await policy_changes.set_ban(ctx.broker, ctx.pool, ctx.position, str(user.id), banned)
             return True
         except policy_changes.UnknownUser:
             await reply(interaction, f"❌ {user.name} has never used the platform.")

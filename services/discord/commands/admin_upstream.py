@@ -125,13 +125,13 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         gpu = gpu or problem.gpus[0]
         name = f"verify-{path.name}-{secrets.token_hex(3)}".lower()
-        await publish(ctx.broker, LeaderboardCreated(
+        created = LeaderboardCreated(
             event_id=f"LeaderboardCreated:{name}", name=name, description=problem.description, task=problem.task,
             task_hash=problem.task_hash, templates=problem.templates, gpus=[gpu],
             deadline=datetime.now(UTC) + timedelta(days=1), secret_seed=secrets.randbits(31),
-            creator_id=interaction.user.id, forum_id=SCRATCH_FORUM_ID))
+            creator_id=interaction.user.id, forum_id=SCRATCH_FORUM_ID)
         try:
-            board = await _appears(ctx, name)
+            board = await _created(ctx, created)
             report = await _verify(ctx, interaction, board["name"], gpu, VERIFY_MODES[mode], root, solutions)
         finally:
             board = await read_model.leaderboard(ctx.pool, name)
@@ -140,10 +140,12 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
         await reply(interaction, f"**verify-task `{directory}` on {gpu}**\n```\n" + "\n".join(report) + "\n```")
 
 
-async def _appears(ctx, name: str, timeout_s: float = 30.0):
-    row = await settle.until(lambda: read_model.leaderboard(ctx.pool, name), timeout_s, poll_s=0.2)
+async def _created(ctx, created: LeaderboardCreated, timeout_s: float = 30.0):
+    """Publish the scratch board and wait until the ledger has projected it."""
+    await settle.publish_and_settle(ctx.broker, created, ctx.position, timeout_s)
+    row = await read_model.leaderboard(ctx.pool, created.name)
     if row is None:
-        raise TimeoutError(f"the board {name} did not appear")
+        raise TimeoutError(f"the board {created.name} did not appear")
     return row
 
 

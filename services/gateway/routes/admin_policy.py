@@ -16,7 +16,6 @@ from schemas.policy_events import (
     RateLimitSet,
 )
 from services.core import admin_repository, policy_changes, views
-from services.core import read_model as repository
 from services.core.admission import policy
 from services.gateway import boards
 from services.gateway.changes import bad_request, change_id, field, integer, publish_and_settle, text
@@ -34,7 +33,7 @@ BAD_CATEGORY = "mode_category must be 'test' or 'leaderboard'"
 
 async def _intake(request: Request, pool, accepting: bool) -> dict:
     state = request.app.state
-    await policy_changes.set_intake(state.broker, pool, accepting, state.settings.projection_wait_s)
+    await policy_changes.set_intake(state.broker, state.position, accepting, state.settings.projection_wait_s)
     return {"status": "ok", "accepts_jobs": accepting}
 
 
@@ -56,7 +55,8 @@ async def stop_intake(request: Request, pool: Pool) -> dict:
 async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
     state = request.app.state
     try:
-        await policy_changes.set_ban(state.broker, pool, user_id, banned, state.settings.projection_wait_s)
+        await policy_changes.set_ban(state.broker, pool, state.position, user_id, banned,
+                                      state.settings.projection_wait_s)
     except policy_changes.UnknownUser as unknown:
         raise HTTPException(404, str(unknown)) from unknown
     return {"status": "ok", "user_id": user_id, "banned": banned}
@@ -82,11 +82,8 @@ async def set_visibility(leaderboard: str, request: Request, pool: Pool, body: J
     if visibility not in ("public", "closed"):
         raise bad_request("visibility must be 'public' or 'closed'")
 
-    async def shown() -> bool:
-        return (await repository.leaderboard(pool, board["name"]))["visibility"] == visibility
-
     event = LeaderboardVisibilityChanged(leaderboard=board["name"], visibility=visibility, change_id=change_id())
-    await publish_and_settle(request, event, shown)
+    await publish_and_settle(request, event)
     return {"status": "ok", "leaderboard": board["name"], "visibility": visibility}
 
 
@@ -106,13 +103,9 @@ async def set_rate_limit(leaderboard: str, request: Request, pool: Pool, body: J
     if most is None or not 0 <= most <= MAX_INT:
         raise bad_request("max_submissions_per_hour must be a non-negative integer")
 
-    async def shown() -> bool:
-        limit = (await _limits(pool, board)).get(category)
-        return limit is not None and limit["max_submissions_per_hour"] == most
-
     event = RateLimitSet(leaderboard=board["name"], mode_category=category, max_submissions_per_hour=most,
                          change_id=change_id())
-    await publish_and_settle(request, event, shown)
+    await publish_and_settle(request, event)
     return {"status": "ok", "rate_limit": (await _limits(pool, board)).get(category)}
 
 
@@ -130,11 +123,8 @@ async def clear_rate_limit(leaderboard: str, mode_category: str, request: Reques
     if mode_category not in await _limits(pool, board):
         raise HTTPException(404, f"No rate limit found for '{board['name']}' with category '{mode_category}'")
 
-    async def shown() -> bool:
-        return mode_category not in await _limits(pool, board)
-
     event = RateLimitCleared(leaderboard=board["name"], mode_category=mode_category, change_id=change_id())
-    await publish_and_settle(request, event, shown)
+    await publish_and_settle(request, event)
     return {"status": "ok", "leaderboard": board["name"], "mode_category": mode_category}
 
 
@@ -157,10 +147,7 @@ async def create_invites(request: Request, pool: Pool, body: JsonBody = None) ->
     stored = list(dict.fromkeys([(await boards.existing(pool, name))["name"] for name in names]))
     codes = [secrets.token_urlsafe(16) for _ in range(count)]
 
-    async def shown() -> bool:
-        return await admin_repository.invite(pool, codes[-1]) is not None
-
-    await publish_and_settle(request, InvitesCreated(leaderboards=stored, codes=codes), shown)
+    await publish_and_settle(request, InvitesCreated(leaderboards=stored, codes=codes))
     return {"status": "ok", "leaderboards": stored, "codes": codes}
 
 
@@ -177,8 +164,5 @@ async def revoke_invite(code: str, request: Request, pool: Pool) -> dict:
     if found is None:
         raise HTTPException(404, "Invalid invite code")
 
-    async def shown() -> bool:
-        return await admin_repository.invite(pool, code) is None
-
-    await publish_and_settle(request, InviteRevoked(code=code), shown)
+    await publish_and_settle(request, InviteRevoked(code=code))
     return {"status": "ok", "code": code, "was_claimed": found["user_id"] is not None}

@@ -36,10 +36,7 @@ async def set_policy(leaderboard: str, request: Request, pool: Pool, body: JsonB
     except precheck.PrecheckError as error:
         raise _http(error) from error
 
-    async def shown() -> bool:
-        return await repository.precheck_policy(pool, leaderboard) == event.outcomes
-
-    await publish_and_settle(request, event, shown)
+    await publish_and_settle(request, event)
     return {"status": "ok", "rules": precheck.policy_view(await repository.precheck_policy(pool, leaderboard))}
 
 
@@ -63,11 +60,7 @@ async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: 
     except precheck.PrecheckError as error:
         raise _http(error) from error
 
-    async def shown() -> bool:  # the clearing itself; the scorer's reinstatement and rescore follow it
-        verdict = await repository.precheck_verdict(pool, submission_id)
-        return verdict is not None and verdict["cleared_at"] is not None
-
-    await publish_and_settle(request, event, shown)
+    await publish_and_settle(request, event)
     return {"status": "ok", "submission_id": submission_id,
             "submission_status": await repository.submission_status(pool, submission_id),
             "precheck": precheck.verdict_view(await repository.precheck_verdict(pool, submission_id))}

@@ -27,8 +27,7 @@ from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, SyncPlan, name_problem
-from services.gateway.deps import Broker, Pool, Settings, require_admin
-from services.kit.bus import publish
+from services.gateway.deps import Broker, Pool, Position, Settings, require_admin
 
 router = APIRouter(prefix="/admin", dependencies=[Depends(require_admin)])
 # Besides SubmissionDeleted, which the gateway documents already.
@@ -58,25 +57,6 @@ def _visibility(value: str | None) -> str:
     return value
 
 
-def _board_content(event: Event) -> tuple:
-    return (event.task.model_dump(mode="json"), event.description, event.deadline)
-
-
-async def _await_projection(pool, settings, written: list[Event], deleted: list[str]) -> None:
-    """Wait (bounded) until the read model shows what was published; the events are durable either way."""
-    expected = {e.name.lower(): _board_content(e) for e in written}
-    names = list(expected) + [name.lower() for name in deleted]
-    gone = [name.lower() for name in deleted if name.lower() not in expected]
-
-    async def shown() -> bool:
-        rows = await problems_repository.board_states(pool, names)
-        return all(rows.get(name) == content for name, content in expected.items()) and \
-            not any(name in rows for name in gone)
-
-    if names:
-        await settle.until(shown, settings.projection_wait_s)
-
-
 async def _deletion(pool, row, *, force: bool, tag: str) -> list[Event]:
     try:
         return await dev_boards.deletion_events(pool, row, force=force, tag=tag)
@@ -96,7 +76,8 @@ def _dev_directory(root: Path, directory: str) -> Path:
 
 
 @router.post("/leaderboards")
-async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broker, settings: Settings) -> dict:
+async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broker, position: Position,
+                                 settings: Settings) -> dict:
     """`<directory>-dev` from the development problems; an existing one is replaced only once all checks pass."""
     if not body.directory:
         raise HTTPException(400, "Missing required field: directory")
@@ -115,25 +96,22 @@ async def create_dev_leaderboard(body: DevLeaderboard, pool: Pool, broker: Broke
         raise HTTPException(400, "No gpus specified in task.yml. Add 'gpus:' field with list of GPU types.")
     events, created = await dev_boards.dev_board_events(pool, name, problem, gpus=problem.gpus,
                                                          now=datetime.now(UTC), visibility=visibility)
-    for event in events:
-        await publish(broker, event)
-    await _await_projection(pool, settings, [created], [])
+    await settle.publish_and_settle(broker, events, position, settings.projection_wait_s)
     return {"status": "ok", "leaderboard": name}
 
 
 @router.delete("/leaderboards/{leaderboard}")
-async def delete_leaderboard(leaderboard: str, pool: Pool, broker: Broker, settings: Settings,
+async def delete_leaderboard(leaderboard: str, pool: Pool, broker: Broker, position: Position, settings: Settings,
                              force: bool = False) -> dict:
     row = await problems_repository.board(pool, leaderboard)
     if row is None:
         raise HTTPException(404, f"Leaderboard `{leaderboard}` does not exist.")
-    for event in await _deletion(pool, row, force=force, tag=uuid.uuid4().hex):
-        await publish(broker, event)
-    await _await_projection(pool, settings, [], [row["name"]])
+    events = await _deletion(pool, row, force=force, tag=uuid.uuid4().hex)
+    await settle.publish_and_settle(broker, events, position, settings.projection_wait_s)
     return {"status": "ok", "leaderboard": row["name"], "force": force}
 
 
-async def _sync_archive(data: bytes, pool, broker, settings, *, problem_set: str | None, force: bool,
+async def _sync_archive(data: bytes, pool, broker, position, settings, *, problem_set: str | None, force: bool,
                         visibility: str) -> dict:
     """Unpack, plan against the boards that exist, publish; per-problem failures land in the report."""
     try:
@@ -142,14 +120,13 @@ async def _sync_archive(data: bytes, pool, broker, settings, *, problem_set: str
         return {"status": "ok", **SyncPlan(errors=[{"name": "download", "error": str(exc)}]).report()}
     except ProblemSetNotFound as exc:
         raise HTTPException(400, str(exc)) from exc
-    stored = await apply.publish_plan(broker, plan)
-    boards_written = [e for e in stored if isinstance(e, (LeaderboardCreated, LeaderboardUpdated))]
-    await _await_projection(pool, settings, boards_written, [])
+    await apply.publish_plan(broker, plan, position, settings.projection_wait_s)
     return {"status": "ok", **plan.report()}
 
 
 @router.post("/update-problems")
-async def update_problems(body: UpdateProblems, pool: Pool, broker: Broker, settings: Settings) -> dict:
+async def update_problems(body: UpdateProblems, pool: Pool, broker: Broker, position: Position,
+                          settings: Settings) -> dict:
     """Sync the problems of a repository branch (reference-kernels by default)."""
     if "/" in body.branch:
         raise HTTPException(400, "Branch names with slashes are not supported")
@@ -161,15 +138,16 @@ async def update_problems(body: UpdateProblems, pool: Pool, broker: Broker, sett
         data = await problem_archive.download(url)
     except problem_archive.ArchiveError as exc:
         return {"status": "ok", **SyncPlan(errors=[{"name": "download", "error": str(exc)}]).report()}
-    return await _sync_archive(data, pool, broker, settings, problem_set=body.problem_set, force=body.force,
+    return await _sync_archive(data, pool, broker, position, settings, problem_set=body.problem_set, force=body.force,
                                visibility=visibility)
 
 
 @router.post("/problems/sync")
-async def sync_uploaded_problems(file: UploadFile, pool: Pool, broker: Broker, settings: Settings,
+async def sync_uploaded_problems(file: UploadFile, pool: Pool, broker: Broker, position: Position,
+                                 settings: Settings,
                                  problem_set: str | None = None, force: bool = False,
                                  visibility: str | None = None) -> dict:
     """Platform extension: the sync of update-problems over an uploaded zip or tar.gz of a checkout's problems/."""
     visibility = _visibility(visibility)
-    return await _sync_archive(await file.read(), pool, broker, settings, problem_set=problem_set, force=force,
+    return await _sync_archive(await file.read(), pool, broker, position, settings, problem_set=problem_set, force=force,
                                visibility=visibility)

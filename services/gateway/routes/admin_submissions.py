@@ -15,7 +15,7 @@ from services.core import operations_repository as operate_repository
 from services.core import precheck_review as precheck
 from services.core import read_model as repository
 from services.gateway import boards, intake
-from services.gateway.changes import bad_request, field
+from services.gateway.changes import bad_request, field, publish_and_settle
 from services.gateway.deps import CurrentUser, Pool
 from services.gateway.routes.submissions import accepted_response
 
@@ -43,10 +43,9 @@ async def show_submission(submission_id: int, pool: Pool) -> dict:
 
 
 async def _delete(request: Request, submission_id: int, user_id: str) -> None:
-    state = request.app.state
     deleted = SubmissionDeleted(submission_id=submission_id, user_id=user_id, by_admin=True,
                                 correlation_id=str(submission_id))
-    await state.waiter.publish_and_wait(state.broker, deleted, submission_id, state.settings.projection_wait_s)
+    await publish_and_settle(request, deleted)
 
 
 @router.delete("/submissions/{submission_id}")

@@ -15,7 +15,6 @@ from services.gateway.deps import Broker, Pool, Settings
 from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
 from services.gateway.settings import GatewaySettings, OAuthProvider
 from services.gateway.web.session import open_session
-from services.kit.bus import publish
 
 router = APIRouter()
 log = logging.getLogger("kernelbot.gateway.auth")
@@ -41,11 +40,6 @@ async def auth_init(pool: Pool, settings: Settings, provider: str | None = None)
     cli_id = str(uuid.uuid4())
     await auth_repository.start(pool, registration.digest(cli_id), provider, settings.registration_ttl_s)
     return {"state": cli_id}
-
-
-async def _wait_bound(pool, user_id: str, cli_id: str, timeout_s: float) -> bool:
-    """The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it."""
-    return await settle.until(lambda: auth_repository.bound(pool, user_id, cli_id), timeout_s) is not None
 
 
 async def _register(request: Request, pool, broker, settings: GatewaySettings, provider: str,
@@ -75,9 +69,11 @@ async def _register(request: Request, pool, broker, settings: GatewaySettings, p
         raise RegistrationRefused(502, f"Authentication with {provider} failed: the provider did not answer") from exc
     row = await auth_repository.user(pool, account.account_id)
     registration.check(provider, parsed.is_reset, registration.Existing(row["provider"]) if row else None)
-    await publish(broker, OAuthUserRegistered(user_id=account.account_id, user_name=account.name,
-                                              cli_id=parsed.cli_id, provider=provider, is_reset=parsed.is_reset))
-    if not await _wait_bound(pool, account.account_id, parsed.cli_id, settings.projection_wait_s):
+    # The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it.
+    registered = OAuthUserRegistered(user_id=account.account_id, user_name=account.name, cli_id=parsed.cli_id,
+                                     provider=provider, is_reset=parsed.is_reset)
+    if not await settle.publish_and_settle(broker, registered, request.app.state.position,
+                                           settings.projection_wait_s):
         log.warning("registration of %s not projected within %.1fs", account.account_id, settings.projection_wait_s)
     response = JSONResponse({
         "status": "success", "message": f"Successfully authenticated via {provider} and linked CLI ID.",

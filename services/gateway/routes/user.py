@@ -13,7 +13,7 @@ from services.core import admin_repository, views
 from services.core import read_model as repository
 from services.gateway import long_poll
 from services.gateway.changes import bad_request, field, publish_and_settle
-from services.gateway.deps import Broker, CliUser, CurrentUser, Pool, Settings
+from services.gateway.deps import CliUser, CurrentUser, Pool, Settings
 
 router = APIRouter(prefix="/user")
 
@@ -71,8 +71,7 @@ async def show_submission(submission_id: int, request: Request, user: CurrentUse
 
 
 @router.delete("/submissions/{submission_id}")
-async def delete_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool, broker: Broker,
-                            settings: Settings) -> dict:
+async def delete_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool) -> dict:
     """Hides the submission and its runs everywhere once the ledger has recorded the deletion.
 
     Cancelling a job that is still pending or running is the dispatcher's part of the same event.
@@ -80,7 +79,7 @@ async def delete_submission(submission_id: int, request: Request, user: CurrentU
     await _owned(pool, submission_id, user.user_id, "delete")
     deleted = SubmissionDeleted(submission_id=submission_id, user_id=user.user_id,
                                 correlation_id=str(submission_id))
-    await request.app.state.waiter.publish_and_wait(broker, deleted, submission_id, settings.projection_wait_s)
+    await publish_and_settle(request, deleted)
     return {"status": "ok", "submission_id": submission_id}
 
 
@@ -94,14 +93,10 @@ async def join(user: CliUser, request: Request, pool: Pool, body: Annotated[Any,
     if found is None:
         raise bad_request("Invalid invite code")
     if found["user_id"] is None:
-        async def shown() -> bool:
-            now = await admin_repository.invite(pool, code)
-            return now is None or now["user_id"] is not None
-
         # Two users racing for one code publish the same message id: the stream keeps the first, and so does the
         # projection, whenever a duplicate arrives.
         claim = InviteClaimed(code=code, user_id=user.user_id, user_name=user.user_name)
-        await publish_and_settle(request, claim, shown)
+        await publish_and_settle(request, claim)
         found = await admin_repository.invite(pool, code)
         if found is None:
             raise bad_request("Invalid invite code")
