@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from problems import PROBLEMS_ROOT  # noqa: E402
 from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
+from services.ledger import repository as ledger_repository  # noqa: E402
 from services.operate import replay  # noqa: E402
 from services.operate.db import connection  # noqa: E402
 from tests.support.platform import SERVICES, Platform, identity_board  # noqa: E402
@@ -129,7 +130,7 @@ def dump(database_url: str) -> dict[str, list[str]]:
         try:
             dropped = "".join(f" - '{c}'" for c in TIME_OF_PROJECTION)
             return {t: [r[0] for r in await conn.fetch(f"SELECT (to_jsonb(x){dropped})::text FROM {t} x ORDER BY 1")]
-                    for t in [*replay.ledger_tables(), "event_archive", *replay.SCORER_TABLES]}
+                    for t in [*ledger_repository.TABLES, "event_archive", *replay.SCORER_TABLES]}
         finally:
             await conn.close()
 

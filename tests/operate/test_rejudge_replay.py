@@ -12,7 +12,8 @@ import pyarrow.parquet as pq
 from problems import PROBLEMS_ROOT
 from schemas.events import LeaderboardUpdated
 from services.kit.bus import publish_all
-from services.operate.replay import SCORER_TABLES, ledger_tables
+from services.ledger.repository import TABLES as LEDGER_TABLES
+from services.operate.replay import SCORER_TABLES
 from tests.operate.conftest import GPU, mean_board, ranked_users, report_runs, run_cli, wait_rows
 from tests.support.events import archived, query
 
@@ -24,7 +25,7 @@ TIME_OF_PROJECTION = ("recorded_at", "updated_at")
 
 
 def dump(database_url: str) -> dict[str, list[str]]:
-    tables = [*ledger_tables(), "event_archive", *SCORER_TABLES]
+    tables = [*LEDGER_TABLES, "event_archive", *SCORER_TABLES]
     dropped = "".join(f" - '{column}'" for column in TIME_OF_PROJECTION)
     return {table: [r["row"] for r in query(database_url, f"SELECT (to_jsonb(t){dropped})::text AS row FROM {table} t "
                                                          "ORDER BY 1")]
