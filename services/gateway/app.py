@@ -12,6 +12,7 @@ from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
 from services.core.hf_schedule import ExportSchedule
 from services.gateway import errors, openapi
+from services.gateway.hot_polls import HotPolls
 from services.gateway.hot_reads import HotRankings
 from services.gateway.long_poll import PollMemory
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
@@ -78,6 +79,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         app.include_router(module.router)
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
+    app.add_middleware(HotPolls)  # likewise for popcorn-cli's poll of a submission that is not held
     app.add_middleware(HotRankings)  # innermost: sees the cleaned URL, and only ever answers a cached ranking
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
