@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import asyncpg
 
 USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id = $1"
@@ -40,12 +42,12 @@ FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id LEFT JOIN
 WHERE s.id = $1 AND NOT s.deleted
 """
 # Stages of one run share recorded_seq and may share start times: then the harness order decides (harness.md §2).
-SUBMISSION_RUNS = """
-SELECT * FROM runs WHERE submission_id = $1
+RUN_ORDER = """
 ORDER BY recorded_seq, start_time,
          CASE WHEN stage = 'test' THEN 0 WHEN stage = 'benchmark' THEN 1 WHEN stage = 'leaderboard' THEN 3 ELSE 2 END,
          length(stage), stage
 """
+SUBMISSION_RUNS = f"SELECT * FROM runs WHERE submission_id = $1 {RUN_ORDER}"
 SUBMISSION_STATE = """
 SELECT s.deleted, s.done, s.status, j.status AS job_status, j.error AS job_error
 FROM submissions s LEFT JOIN jobs j ON j.submission_id = s.id WHERE s.id = $1
@@ -111,6 +113,24 @@ KNOWN_GPU = "SELECT g FROM leaderboards, unnest(gpus) AS g WHERE lower(g) = lowe
 KNOWN_QUEUE = f"""
 SELECT known.g AS gpu, q.* FROM ({KNOWN_GPU}) AS known
 CROSS JOIN LATERAL ({QUEUE.replace("$1", "known.g")}) AS q
+"""
+# A poll of popcorn-cli in one round trip: the caller by CLI id ($1), its submission ($2) as SUBMISSION reads it, its
+# runs in SUBMISSION_RUNS's order with what views.stage_run reads (`run_rows`, JSON: times as UTC text with
+# microseconds, see poll_runs), and its GPU's queue as KNOWN_QUEUE reads it.
+# No row: the CLI id is unknown. `id` NULL: no such submission (or deleted). `gpu` NULL: an unknown GPU.
+UTC_TEXT = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
+POLL = f"""
+SELECT u.user_id AS caller_id, sub.*,
+       (SELECT COALESCE(json_agg(json_build_object(
+                   'start_time', {UTC_TEXT.format("start_time")}, 'end_time', {UTC_TEXT.format("end_time")},
+                   'stage', stage, 'secret', secret, 'gpu', gpu, 'score', score, 'passed', passed, 'result', result)
+                   {RUN_ORDER}), '[]')
+        FROM runs WHERE submission_id = sub.id) AS run_rows,
+       queue.*
+FROM users u
+LEFT JOIN LATERAL ({SUBMISSION.replace("$1", "$2")}) AS sub ON true
+LEFT JOIN LATERAL ({KNOWN_QUEUE.replace("$1", "sub.gpus[1]")}) AS queue ON true
+WHERE u.cli_id = $1
 """
 HAS_INVITE = "SELECT EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids))"
 INVITED_BOARDS = "SELECT DISTINCT unnest(leaderboard_ids) AS id FROM invites WHERE user_id = $1"
@@ -208,6 +228,23 @@ async def user_submissions(pool: asyncpg.Pool, user_id: str, leaderboard_id: int
 
 async def submission_runs(pool: asyncpg.Pool, submission_id: int):
     return await pool.fetch(SUBMISSION_RUNS, submission_id)
+
+
+async def poll(pool: asyncpg.Pool, cli_id: str, submission_id: int):
+    """POLL's row (see there); `submission_id` must fit a bigint."""
+    return await pool.fetchrow(POLL, cli_id, submission_id)
+
+
+def poll_runs(row) -> list[dict]:
+    """POLL's runs as SUBMISSION_RUNS rows read (the fields views.stage_run uses): UTC datetimes, float scores."""
+    runs = row["run_rows"]
+    for run in runs:
+        for key in ("start_time", "end_time"):
+            if run[key] is not None:
+                run[key] = datetime.fromisoformat(run[key]).replace(tzinfo=UTC)
+        if isinstance(run["score"], str):  # NaN and the infinities are JSON strings
+            run["score"] = float(run["score"])
+    return runs
 
 
 async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int | None, offset: int):

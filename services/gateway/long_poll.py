@@ -35,6 +35,15 @@ def is_poll_loop(now: datetime, submitted_at: datetime | None, previous_answer: 
     return False
 
 
+def holds(state, settings, caller: str, submission_id: int, view: dict, now: datetime) -> bool:
+    """Whether the gateway holds this read of `view` (see module doc): not done, long polling on, room for one
+    more held request, and a poll loop's read. `state` is the app's state (its waiter and poll memory)."""
+    if view["done"] or settings.long_poll_s <= 0 or state.waiter.holding() >= settings.long_poll_max_held:
+        return False
+    submitted_at = datetime.fromisoformat(view["submission_time"]) if view.get("submission_time") else None
+    return is_poll_loop(now, submitted_at, state.poll_memory.previous(caller, submission_id))
+
+
 class PollMemory:
     """When this gateway last answered a caller about a submission that was not done yet (bounded, in memory: a
     poll that reaches another replica is answered at once, which is only slower)."""

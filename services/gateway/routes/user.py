@@ -59,11 +59,7 @@ async def show_submission(submission_id: int, request: Request, user: CurrentUse
     (at most `long_poll_s`); any other read is answered at once (docs/polling.md)."""
     view = await _view(pool, submission_id, user.user_id)
     state = request.app.state
-    now = datetime.now(UTC)
-    previous = state.poll_memory.previous(user.user_id, submission_id)
-    submitted_at = datetime.fromisoformat(view["submission_time"]) if view.get("submission_time") else None
-    if (not view["done"] and settings.long_poll_s > 0 and state.waiter.holding() < settings.long_poll_max_held
-            and long_poll.is_poll_loop(now, submitted_at, previous)):
+    if long_poll.holds(state, settings, user.user_id, submission_id, view, datetime.now(UTC)):
         view = await long_poll.hold_until_done(lambda: _view(pool, submission_id, user.user_id),
                                                lambda: state.waiter.changed(submission_id), settings.long_poll_s)
     state.poll_memory.answered(user.user_id, submission_id, datetime.now(UTC), view["done"])
