@@ -24,7 +24,7 @@ class FairPool(asyncpg.Pool):
         super().__init__(*connect_args, max_size=max_size, **kwargs)
         self._turns = asyncio.Semaphore(max_size)
 
-    async def _acquire(self, timeout: float | None) -> PoolConnectionProxy:  # type: ignore[override]
+    async def _acquire(self, timeout: float | None) -> PoolConnectionProxy:
         async def in_turn() -> PoolConnectionProxy:
             await self._turns.acquire()
             try:
