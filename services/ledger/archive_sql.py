@@ -41,28 +41,45 @@ SUBMISSION_STATUS_ROWS = f"""
     {events('SubmissionAccepted')}
     UNION ALL SELECT {SUBMISSION}, 'rejected', true, e.stream_seq {events('SubmissionRejected')}
     UNION ALL SELECT {SUBMISSION}, e.payload->>'status', true, e.stream_seq {events('SubmissionFinished')}"""
+# Each submission's status after the step: the first event that finishes it wins; before any does, the last one.
+SUBMISSION_STATUS = f"""
+    SELECT DISTINCT ON (u.id) u.id, u.status, u.done FROM ({SUBMISSION_STATUS_ROWS}) AS u
+    ORDER BY u.id, u.done DESC, CASE WHEN u.done THEN u.ord ELSE -u.ord END"""
 RUN_STATUS_ROWS = f"""
     SELECT e.payload->>'run_id' AS run_id, 'dispatched' AS status, e.payload->>'backend' AS backend,
            e.payload->>'job_ref' AS job_ref, NULL::text AS error, {AT} AS at, {SUBMISSION} AS submission_id,
-           e.payload->>'gpu' AS gpu, e.stream_seq AS ord {events('RunDispatched')}
+           e.payload->>'gpu' AS gpu, e.stream_seq AS ord, NULL::bool AS success, NULL::text AS result_error,
+           NULL::jsonb AS system {events('RunDispatched')}
     UNION ALL SELECT e.payload->>'run_id', 'running', NULL, NULL, NULL, {AT}, {SUBMISSION}, e.payload->>'gpu',
-           e.stream_seq {events('RunStarted')}
-    UNION ALL SELECT p.run_id, 'completed', NULL, NULL, NULL, p.occurred_at, p.submission_id, p.gpu, e.stream_seq
+           e.stream_seq, NULL, NULL, NULL {events('RunStarted')}
+    UNION ALL SELECT p.run_id, 'completed', NULL, NULL, NULL, p.occurred_at, p.submission_id, p.gpu, e.stream_seq,
+           (p.result->>'success')::bool, p.result->>'error', p.result->'system'
     FROM event_archive e CROSS JOIN LATERAL {COMPLETED}
     WHERE e.event_type = 'RunCompleted' AND e.stream_seq BETWEEN $1 AND $2
       AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))
     UNION ALL SELECT e.payload->>'run_id', 'failed', NULL, NULL,
            (e.payload->>'reason') || ': ' || (e.payload->>'detail'), {AT}, {SUBMISSION}, e.payload->>'gpu',
-           e.stream_seq {events('RunFailed')}"""
+           e.stream_seq, NULL, NULL, NULL {events('RunFailed')}"""
+
+# The last score the step gives a run, and the last secret score it gives a submission's GPU.
+RUN_SCORES = f"""
+    SELECT DISTINCT ON (e.payload->>'run_id') e.payload->>'run_id' AS run_id, (e.payload->>'score')::float8 AS score
+    {events('ScoreComputed')} ORDER BY e.payload->>'run_id', e.stream_seq DESC"""
+SECRET_SCORES = f"""
+    SELECT DISTINCT ON ({SUBMISSION}, e.payload->>'gpu') {SUBMISSION} AS submission_id, e.payload->>'gpu' AS gpu,
+           (e.payload->>'secret_score')::float8 AS score
+    {events('ScoreComputed')} AND e.payload->>'secret_score' IS NOT NULL
+    ORDER BY {SUBMISSION}, e.payload->>'gpu', e.stream_seq DESC"""
 
 NOTIFYING = ("SubmissionReceived", "SubmissionRejected", "SubmissionFinished", "SubmissionDeleted", "RunRequested")
 
 # name -> (the event types it reads, the statement); each name is a step of projections.STATEMENT_ORDER
 ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
     "submission_insert": (("SubmissionReceived",), f"""
-        INSERT INTO submissions (id, leaderboard_id, user_id, user_name, file_name, code, mode, gpus, submitted_at)
+        INSERT INTO submissions (id, leaderboard_id, user_id, user_name, file_name, code, mode, gpus, submitted_at,
+                                 status, done)
         SELECT DISTINCT ON (t.id) t.id, COALESCE(l.id, 0), t.user_id, t.user_name, t.file_name, t.code, t.mode,
-               t.gpus, t.submitted_at
+               t.gpus, t.submitted_at, COALESCE(st.status, 'received'), COALESCE(st.done, false)
         FROM (SELECT {SUBMISSION} AS id, e.payload->>'leaderboard' AS board, e.payload->>'user_id' AS user_id,
                      e.payload->>'user_name' AS user_name, e.payload->>'file_name' AS file_name,
                      e.payload->>'code' AS code, e.payload->>'mode' AS mode,
@@ -70,6 +87,7 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
                      e.stream_seq AS ord
               {events('SubmissionReceived')}) AS t
         LEFT JOIN leaderboards l ON lower(l.name) = lower(t.board)
+        LEFT JOIN ({SUBMISSION_STATUS}) AS st ON st.id = t.id
         ORDER BY t.id, t.ord
         ON CONFLICT (id) DO NOTHING"""),
     # wakes a gateway waiting to answer only once the submission (its deletion, its first run) is readable
@@ -88,12 +106,11 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         ORDER BY t.id, job_rank(t.status) DESC, t.ord
         ON CONFLICT (submission_id) DO UPDATE SET status = EXCLUDED.status, error = EXCLUDED.error, updated_at = now()
         WHERE job_rank(jobs.status) < job_rank(EXCLUDED.status)"""),
-    # the first event that finishes the submission wins; before any does, the last one
+    # a submission received in this step got its status from submission_insert: this moves the ones already there
     "submission_status": (("SubmissionAccepted", "SubmissionRejected", "SubmissionFinished"), f"""
         UPDATE submissions s SET status = t.status, done = t.done
-        FROM (SELECT DISTINCT ON (u.id) u.id, u.status, u.done FROM ({SUBMISSION_STATUS_ROWS}) AS u
-              ORDER BY u.id, u.done DESC, CASE WHEN u.done THEN u.ord ELSE -u.ord END) AS t
-        WHERE s.id = t.id AND NOT s.done"""),
+        FROM ({SUBMISSION_STATUS}) AS t
+        WHERE s.id = t.id AND NOT s.done AND (s.status, s.done) IS DISTINCT FROM (t.status, t.done)"""),
     # the admission's pre-check verdict, where a rule fired (the first verdict of a submission stays)
     "precheck_verdict_insert": (("SubmissionAccepted", "SubmissionRejected"), f"""
         INSERT INTO precheck_verdicts (submission_id, outcome, rules, findings, detail, decided_at)
@@ -140,11 +157,16 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
                    (array_agg(submission_id ORDER BY ord))[1] AS submission_id,
                    (array_agg(gpu ORDER BY ord))[1] AS gpu
             FROM marked WHERE rank > GREATEST(held, before) GROUP BY run_id
+        ),
+        outcome AS (  -- what run_request_outcome sets, given to a new row at once rather than by a second write
+            SELECT DISTINCT ON (run_id) run_id, success, result_error, system FROM t WHERE status = 'completed'
+            ORDER BY run_id, ord DESC
         )
         INSERT INTO run_requests AS r (run_id, submission_id, gpu, mode, secret, status, backend, job_ref, error,
-                                       requested_at, started_at, finished_at)
-        SELECT run_id, submission_id, gpu, '', false, status, backend, job_ref, error, first_at, started_at,
-               finished_at FROM folded
+                                       requested_at, started_at, finished_at, success, result_error, system)
+        SELECT f.run_id, f.submission_id, f.gpu, '', false, f.status, f.backend, f.job_ref, f.error, f.first_at,
+               f.started_at, f.finished_at, o.success, COALESCE(o.result_error, ''), o.system
+        FROM folded f LEFT JOIN outcome o ON o.run_id = f.run_id
         ON CONFLICT (run_id) DO UPDATE SET status = EXCLUDED.status, backend = COALESCE(EXCLUDED.backend, r.backend),
                job_ref = COALESCE(EXCLUDED.job_ref, r.job_ref), error = COALESCE(EXCLUDED.error, r.error),
                started_at = COALESCE(EXCLUDED.started_at, r.started_at),
@@ -158,7 +180,8 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
               WHERE e.event_type = 'RunCompleted' AND e.stream_seq BETWEEN $1 AND $2
                 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))
               ORDER BY p.run_id, e.stream_seq DESC) AS t
-        WHERE r.run_id = t.run_id"""),
+        WHERE r.run_id = t.run_id
+          AND (r.success, r.result_error, r.system) IS DISTINCT FROM (t.success, t.result_error, t.system)"""),
     # The latest beat wins whatever the order a batch applies them in (a replay batches differently than live).
     "job_running": (("RunStarted",), f"""
         UPDATE jobs SET status = CASE WHEN job_rank(jobs.status) <= job_rank('running') THEN 'running'
@@ -170,17 +193,22 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         UPDATE jobs SET last_heartbeat = GREATEST(jobs.last_heartbeat, t.at)
         FROM (SELECT {SUBMISSION} AS id, max({AT}) AS at {events('RunProgress')} GROUP BY 1) AS t
         WHERE jobs.submission_id = t.id"""),
-    # one row per harness stage of a completed run
+    # one row per harness stage of a completed run; a leaderboard stage scored in the same step takes the score that
+    # run_score and secret_run_score would give it (they then find nothing to change)
     "stage_insert": (("RunCompleted",), f"""
         INSERT INTO runs (run_id, stage, submission_id, gpu, secret, passed, result, system, harness_version,
-                          start_time, end_time, recorded_seq)
+                          start_time, end_time, recorded_seq, score)
         SELECT DISTINCT ON (p.run_id, s.stage)
                p.run_id, s.stage, p.submission_id, p.gpu, p.secret,
                COALESCE((s.ev->'run'->>'success')::bool AND (s.ev->'run'->>'passed')::bool, false), s.ev,
                p.result->'system', COALESCE(NULLIF(s.ev->'harness'->>'version', ''),
                         s.ev->'run'->'result'->>'harness-version', ''),
-               NULLIF(s.ev->>'start', '')::timestamptz, NULLIF(s.ev->>'end', '')::timestamptz, e.stream_seq
+               NULLIF(s.ev->>'start', '')::timestamptz, NULLIF(s.ev->>'end', '')::timestamptz, e.stream_seq,
+               CASE WHEN s.stage = 'leaderboard' THEN
+                   CASE WHEN p.secret THEN COALESCE(secret.score, public.score) ELSE public.score END END
         FROM event_archive e CROSS JOIN LATERAL {COMPLETED} CROSS JOIN LATERAL jsonb_each(p.result->'runs') AS s(stage, ev)
+        LEFT JOIN ({RUN_SCORES}) AS public ON public.run_id = p.run_id
+        LEFT JOIN ({SECRET_SCORES}) AS secret ON secret.submission_id = p.submission_id AND secret.gpu = p.gpu
         WHERE e.event_type = 'RunCompleted' AND e.stream_seq BETWEEN $1 AND $2
           AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))
         ORDER BY p.run_id, s.stage, e.stream_seq
@@ -195,19 +223,13 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         ORDER BY {SUBMISSION}, e.payload->>'gpu', e.stream_seq
         ON CONFLICT (submission_id, gpu) DO NOTHING"""),
     "run_score": (("ScoreComputed",), f"""
-        UPDATE runs r SET score = t.score
-        FROM (SELECT DISTINCT ON (e.payload->>'run_id') e.payload->>'run_id' AS run_id,
-                     (e.payload->>'score')::float8 AS score
-              {events('ScoreComputed')} ORDER BY e.payload->>'run_id', e.stream_seq DESC) AS t
-        WHERE r.run_id = t.run_id AND r.stage = 'leaderboard'"""),
+        UPDATE runs r SET score = t.score FROM ({RUN_SCORES}) AS t
+        WHERE r.run_id = t.run_id AND r.stage = 'leaderboard' AND r.score IS DISTINCT FROM t.score"""),
     # the secret leaderboard stage shows its score too (http-api.md §3.12)
     "secret_run_score": (("ScoreComputed",), f"""
-        UPDATE runs r SET score = t.score
-        FROM (SELECT DISTINCT ON ({SUBMISSION}, e.payload->>'gpu') {SUBMISSION} AS submission_id,
-                     e.payload->>'gpu' AS gpu, (e.payload->>'secret_score')::float8 AS score
-              {events('ScoreComputed')} AND e.payload->>'secret_score' IS NOT NULL
-              ORDER BY {SUBMISSION}, e.payload->>'gpu', e.stream_seq DESC) AS t
-        WHERE r.submission_id = t.submission_id AND r.gpu = t.gpu AND r.secret AND r.stage = 'leaderboard'"""),
+        UPDATE runs r SET score = t.score FROM ({SECRET_SCORES}) AS t
+        WHERE r.submission_id = t.submission_id AND r.gpu = t.gpu AND r.secret AND r.stage = 'leaderboard'
+          AND r.score IS DISTINCT FROM t.score"""),
     "rank_change": (("LeaderboardRankChanged",), f"""
         INSERT INTO rank_changes (stream_seq, leaderboard, gpu, top, occurred_at)
         SELECT e.stream_seq, e.payload->>'leaderboard', e.payload->>'gpu', e.payload->'top', {AT}
