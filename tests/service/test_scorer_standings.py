@@ -107,7 +107,7 @@ async def replayed(conn: asyncpg.Connection, bus: ServiceBus) -> dict[str, list[
 
 
 def rank_changes(bus: ServiceBus, after: int) -> list[LeaderboardRankChanged]:
-    return [m.event() for m in bus.stream.messages[after:] if m.subject == LeaderboardRankChanged.subject]
+    return [e for m in bus.stream.messages[after:] if isinstance(e := m.event(), LeaderboardRankChanged)]
 
 
 async def test_the_scorers_best_is_the_standings_through_deletions_clearings_and_rescores(service_database):
