@@ -93,7 +93,7 @@ async def top(conn: asyncpg.Connection, leaderboard: str, gpu: str, n: int = 3) 
 
 # --- rejudging ---------------------------------------------------------------------------------------------------
 
-# A deleted submission is not judged again: it left the board (best.py's rule)
+# A deleted submission (alone or with its board: best_repository.FATES) is not judged again: it left the board.
 BOARD_SUBMISSIONS = f"""
 SELECT sub.* FROM scorer_submissions sub JOIN {FATES} s ON s.submission_id = sub.submission_id
 WHERE lower(sub.leaderboard) = lower($1) AND sub.mode = 'leaderboard' AND sub.finished AND NOT s.deleted

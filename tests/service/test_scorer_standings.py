@@ -22,7 +22,7 @@ from schemas.events import (
 )
 from schemas.operations_events import RejudgeRequested, ScoreRevised
 from schemas.precheck_events import PrecheckCleared, PrecheckFinding, PrecheckVerdict
-from services.kit.db import create_pool
+from services.kit.db import MIGRATIONS_DIR, create_pool
 from services.ledger.repository import project_batch
 from services.operate.replay import SCORER_TABLES, rebuild_scorer
 from services.scorer.handlers import CONSUMERS, kit, router
@@ -106,6 +106,15 @@ async def replayed(conn: asyncpg.Connection, bus: ServiceBus) -> dict[str, list[
     return await dump(conn)
 
 
+async def backfilled(conn: asyncpg.Connection) -> list[str]:
+    """scorer_scores as the upgrade to it fills it from the archive (migration 0060, run again on an empty table)."""
+    migration = (MIGRATIONS_DIR / "0060_scorer_standings.sql").read_text()
+    async with conn.transaction():
+        await conn.execute("TRUNCATE scorer_scores")
+        await conn.execute(migration[migration.index("-- What the log says so far"):])
+    return (await dump(conn))["scorer_scores"]
+
+
 def rank_changes(bus: ServiceBus, after: int) -> list[LeaderboardRankChanged]:
     return [e for m in bus.stream.messages[after:] if isinstance(e := m.event(), LeaderboardRankChanged)]
 
@@ -184,6 +193,7 @@ async def test_the_scorers_best_is_the_standings_through_deletions_clearings_and
 
             live = await dump(conn)
             assert live["scorer_scores"] and live["scorer_deleted"] and live["scorer_board_deletions"]
+            assert await backfilled(conn) == live["scorer_scores"]
             assert await replayed(conn, bus) == live
     finally:
         await pool.close()
