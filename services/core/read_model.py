@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 
 import asyncpg
 
+from services.ranking.rules import ranks_ahead
+
 USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id = $1"
 USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id = $1"
 CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
@@ -66,8 +68,8 @@ ORDER BY s.submitted_at DESC, s.id DESC LIMIT $3 OFFSET $4
 """
 # Rankings read the standings (migration 0030): one row per user holding the best eligible score, kept by the ledger
 # (services/ranking/rules.py says what is eligible and best). A page costs O(limit + offset), whatever the history.
-# Ranks are standard competition ranks, 1 + the number of better scores: inside the page they follow from RANK();
-# the rows tied with the page's first row may have equals before the page, so theirs is counted.
+# Ranks are standard competition ranks, 1 + the number of better scores (rules.ranks_ahead): inside the page they
+# follow from RANK(); the rows tied with the page's first row may have equals before the page, so theirs is counted.
 STANDINGS_PAGE = """
 SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name FROM standings
 WHERE leaderboard_id = $1 AND gpu = $2 ORDER BY score, submitted_at, submission_id LIMIT $3 OFFSET $4
@@ -80,6 +82,14 @@ SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name
                       AND b.score < (SELECT min(score) FROM page))
             ELSE $4 + page_rank END AS rank
 FROM ranked ORDER BY score, submitted_at, submission_id
+"""
+# One user's standing ranked as RANKING ranks it (ties share a rank): counting the rows ahead walks the standings_rank
+# index up to the user's score, O(rank), where reading the ranking through to the user was O(board).
+USER_STANDING = f"""
+SELECT st.submission_id, st.user_id, st.score, st.submitted_at,
+       1 + (SELECT count(*) FROM standings b WHERE b.leaderboard_id = $1 AND b.gpu = $2
+                                              AND {ranks_ahead("b", "st")}) AS rank
+FROM standings st WHERE st.leaderboard_id = $1 AND st.gpu = $2 AND st.user_id = $3
 """
 SUBMISSION_COUNT = """
 SELECT COALESCE((SELECT entries FROM standing_versions WHERE leaderboard_id = $1 AND gpu = $2), 0) AS users,
@@ -249,6 +259,11 @@ def poll_runs(row) -> list[dict]:
 
 async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int | None, offset: int):
     return await pool.fetch(RANKING, leaderboard_id, gpu, limit, min(offset, MAX_BIGINT))
+
+
+async def user_standing(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, user_id: str):
+    """The user's standing on the board and GPU (their best submission and its rank); None when they have none."""
+    return await pool.fetchrow(USER_STANDING, leaderboard_id, gpu, user_id)
 
 
 async def submission_count(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, user_id: str | None) -> int:

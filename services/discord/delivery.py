@@ -213,8 +213,7 @@ class Delivery:
         await channel.send(text, nonce=_nonce(row["id"]), allowed_mentions=discord.AllowedMentions(users=True))
 
     async def _standing(self, board_id: int, gpu: str, user_id: str, submission_id: int) -> texts.Standing:
-        ranking = await read_model.ranking(self.pool, board_id, gpu, None, 0)
-        mine = next((r for r in ranking if str(r["user_id"]) == user_id), None)
+        mine = await read_model.user_standing(self.pool, board_id, gpu, user_id)  # one row, not the whole board
         is_best = mine is not None and mine["submission_id"] == submission_id
         earlier = await repository.earlier_scores(self.pool, board_id, gpu, user_id, submission_id)
         return texts.Standing(rank=mine["rank"] if is_best else None, is_best=is_best, earlier_scores=earlier)

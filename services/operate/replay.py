@@ -28,7 +28,7 @@ NOT_REPLAYABLE = {
                   "every run again. Use `kernelbot rejudge --rerun` to run submissions again.",
 }
 SCORER_TABLES = ("scorer_submissions", "scorer_runs", "scorer_best", "scorer_reruns", "scorer_board_hardware",
-                 "scorer_precheck_clears")
+                 "scorer_precheck_clears", "scorer_scores", "scorer_deleted", "scorer_board_deletions")
 TRACKED = "SELECT stream_seq FROM tracking WHERE consumer = $1"
 ARCHIVE_BOUND = "SELECT COALESCE(max(stream_seq), 0) FROM event_archive"
 ARCHIVE_PAGE = """

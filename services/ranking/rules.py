@@ -36,3 +36,10 @@ def best_key(score: float, submitted_at: datetime, submission_id: int) -> tuple[
 def stands(status: str, deleted: bool) -> bool:
     """Python twin of SUBMISSION_STANDS."""
     return status != "hacked" and not deleted
+
+
+def ranks_ahead(other: str, own: str) -> str:
+    """SQL: the row `other` ranks ahead of the row `own`. Ranks are standard competition ranks, 1 + the number of rows
+    ahead: only a strictly lower score is ahead, so equal scores share a rank (1, 1, 3), though best_first lists the
+    earlier one first (services/scorer/scoring.competition_ranks is the same rule over a sorted list)."""
+    return f"{other}.score < {own}.score"

@@ -8,6 +8,7 @@ from faststream.nats import NatsRouter
 
 from schemas.envelope import Event
 from schemas.events import (
+    LeaderboardDeleted,
     LeaderboardRankChanged,
     RankEntry,
     RunCompleted,
@@ -15,6 +16,7 @@ from schemas.events import (
     ScoreComputed,
     ScoreRejected,
     SubmissionAccepted,
+    SubmissionDeleted,
     SubmissionFinished,
 )
 from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunPlanned, ScoreRevised
@@ -22,8 +24,7 @@ from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import fingerprints, rejudge, repository, scoring
-from services.scorer.scoring import BoardEntry
+from services.scorer import best, best_repository, fingerprints, rejudge, repository, scoring
 from services.scorer.settings import ScorerSettings
 
 
@@ -73,13 +74,14 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
         decision = fingerprints.hold_back(decision, references)
     events: list[Event] = []
     for score in decision.scores:
-        events.append(ScoreComputed(
+        computed = ScoreComputed(
             submission_id=submission_id, leaderboard=row["leaderboard"], gpu=score.gpu, user_id=row["user_id"],
             user_name=row["user_name"], run_id=score.run_id, score=score.score, secret_score=score.secret_score,
             ranking_by=row["ranking_by"], harness_version=score.harness_version, submitted_at=row["submitted_at"],
             hardware=score.hardware, **tags,
-        ))
-        events.extend(await _rank_change(conn, row, score))
+        )
+        events.append(computed)
+        events.extend(await best.refresh(conn, await best_repository.record(conn, [computed]), _scored(row)))
     for rejection in decision.rejections:
         events.append(ScoreRejected(submission_id=submission_id, leaderboard=row["leaderboard"], gpu=rejection.gpu,
                                     reason=rejection.reason, **tags))
@@ -88,22 +90,12 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
     return events
 
 
-async def _rank_change(conn, row, score: scoring.GpuScore) -> list[Event]:
-    board, gpu = row["leaderboard"], score.gpu
-    before = await repository.top(conn, board, gpu)
-    entry = BoardEntry(row["user_id"], row["user_name"], score.score, row["submission_id"])
-    await repository.offer_best(conn, board, gpu, entry, row["submitted_at"])
-    after = await repository.top(conn, board, gpu)
-    if after == before:
-        return []
-
-    def entries(top):
-        return [RankEntry(rank=rank, user_id=e.user_id, user_name=e.user_name, score=e.score,
-                          submission_id=e.submission_id) for rank, e in scoring.competition_ranks(top)]
-
-    return [LeaderboardRankChanged(leaderboard=board, gpu=gpu, top=entries(after), previous_top=entries(before),
-                                   caused_by_submission=row["submission_id"],
-                                   correlation_id=str(row["submission_id"]))]
+def _scored(row) -> best.MakeChange:
+    def change(board: str, gpu: str, top: list[RankEntry], previous: list[RankEntry]) -> LeaderboardRankChanged:
+        return LeaderboardRankChanged(leaderboard=board, gpu=gpu, top=top, previous_top=previous,
+                                      caused_by_submission=row["submission_id"],
+                                      correlation_id=str(row["submission_id"]))
+    return change
 
 
 async def apply_accepted(conn, event: SubmissionAccepted) -> list[Event]:
@@ -183,6 +175,8 @@ APPLIERS = {
     RejudgeRequested: apply_rejudge,
     RerunPlanned: apply_rerun_planned,
     PrecheckCleared: apply_precheck_cleared,
+    SubmissionDeleted: best.submission_deleted,
+    LeaderboardDeleted: best.leaderboard_deleted,
 }
 # The durable consumer applying each of them (its tracking rows say what it has applied).
 CONSUMERS = {
@@ -192,6 +186,8 @@ CONSUMERS = {
     RejudgeRequested: "scorer-rejudge",
     RerunPlanned: "scorer-rerun-planned",
     PrecheckCleared: "scorer-precheck-cleared",
+    SubmissionDeleted: "scorer-submission-deleted",
+    LeaderboardDeleted: "scorer-leaderboard-deleted",
 }
 
 
@@ -229,3 +225,18 @@ async def on_rerun_planned(event: RerunPlanned) -> None:
                    title=CONSUMERS[PrecheckCleared])
 async def on_precheck_cleared(event: PrecheckCleared) -> None:
     await kit().handle(lambda conn: apply_precheck_cleared(conn, event))
+
+
+# A deletion waits for a rescore of its board (it locks the best table): give it a rescore's time.
+@router.subscriber("evt.submission.deleted",
+                   **durable_consumer(CONSUMERS[SubmissionDeleted], ack_wait_s=300.0, workers=4),
+                   title=CONSUMERS[SubmissionDeleted])
+async def on_submission_deleted(event: SubmissionDeleted) -> None:
+    await kit().handle(lambda conn: best.submission_deleted(conn, event))
+
+
+@router.subscriber("evt.leaderboard.deleted",
+                   **durable_consumer(CONSUMERS[LeaderboardDeleted], ack_wait_s=300.0, workers=1),
+                   title=CONSUMERS[LeaderboardDeleted])
+async def on_leaderboard_deleted(event: LeaderboardDeleted) -> None:
+    await kit().handle(lambda conn: best.leaderboard_deleted(conn, event))

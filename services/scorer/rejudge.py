@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
 
 import asyncpg
 
@@ -11,13 +10,9 @@ from schemas.contracts import FullResult
 from schemas.envelope import Event
 from schemas.events import LeaderboardRankChanged, PlannedRun, RankEntry
 from schemas.operations_events import RejudgeCompleted, RejudgeRequested, ScoreRevised
-from services.scorer import repository, rescoring, scoring
+from services.scorer import best, best_repository, repository, rescoring
+from services.scorer.best_repository import Key
 from services.scorer.scoring import BoardEntry
-
-
-def rank_entries(top: list[BoardEntry]) -> list[RankEntry]:
-    return [RankEntry(rank=rank, user_id=e.user_id, user_name=e.user_name, score=e.score,
-                      submission_id=e.submission_id) for rank, e in scoring.competition_ranks(top)]
 
 
 def _judged(row, verdicts: dict, results: dict) -> rescoring.Judged:
@@ -45,20 +40,19 @@ def _revised(request: RejudgeRequested, board: str, ranking_by: str, change: res
 
 
 async def rebuild_board(conn: asyncpg.Connection, request: RejudgeRequested, board: str, gpu: str,
-                        standing: list[tuple[BoardEntry, datetime]]) -> list[Event]:
-    """Replace a board's best entries; a rank change when its top moved, named after the rejudge."""
-    before = await repository.top(conn, board, gpu)
-    await repository.clear_board(conn, board, gpu)
-    for entry, submitted_at in rescoring.best_per_user(standing):
-        await repository.offer_best(conn, board, gpu, entry, submitted_at)
-    after = await repository.top(conn, board, gpu)
-    if after == before:
-        return []
-    return [LeaderboardRankChanged(
-        event_id=f"LeaderboardRankChanged:{board}:{gpu}:rejudge:{request.rejudge_id}", leaderboard=board, gpu=gpu,
-        top=rank_entries(after), previous_top=rank_entries(before), caused_by_submission=0,
-        correlation_id=request.rejudge_id, causation_id=request.event_id,
-    )]
+                        keys: list[Key] | None = None) -> list[Event]:
+    """Refresh a board's best entries from the scores as revised (`keys`, or all of the board's); a rank change
+    when its top moved, named after the rejudge."""
+    if keys is None:
+        keys = await best_repository.board_gpu_keys(conn, board, gpu)
+
+    def change(board: str, gpu: str, top: list[RankEntry], previous: list[RankEntry]) -> LeaderboardRankChanged:
+        return LeaderboardRankChanged(
+            event_id=f"LeaderboardRankChanged:{board}:{gpu}:rejudge:{request.rejudge_id}", leaderboard=board,
+            gpu=gpu, top=top, previous_top=previous, caused_by_submission=0, correlation_id=request.rejudge_id,
+            causation_id=request.event_id)
+
+    return await best.refresh(conn, [key for key in keys if key[:2] == (board, gpu)], change)
 
 
 async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[Event]:
@@ -70,7 +64,6 @@ async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[E
     results = await repository.completed_results(conn, ids)
     board = rows[0]["leaderboard"] if rows else request.leaderboard
     gpus = {request.gpu} if request.gpu else None
-    standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
     touched: set[str] = set(gpus or ())
     events: list[Event] = []
     all_judged = [_judged(row, verdicts.get(row["submission_id"], {}), results) for row in rows]
@@ -85,14 +78,11 @@ async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[E
                 await repository.set_verdict(conn, run_id, verdict)
         events.extend(_revised(request, board, ranking_by, change) for change in changes)
         touched.update(run.gpu for run in judged.planned if gpus is None)
-        kept, _ = rescoring.comparable(rescoring.scores_of(judged, new_verdicts, gpus), references)
-        for gpu, score in kept.items():
-            standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
-                                  judged.submitted_at))
     revised = len(events)
+    await best_repository.record(conn, events)
     await repository.settle_cleared(conn, [r["submission_id"] for r in rows if r["precheck_hold"] == "cleared"])
-    for gpu in sorted(touched):
-        events.extend(await rebuild_board(conn, request, board, gpu, standing[gpu]))
+    for gpu in sorted(touched):  # every entry of the board refreshed: a rescore also mends what went astray
+        events.extend(await rebuild_board(conn, request, board, gpu))
     events.append(RejudgeCompleted(rejudge_id=request.rejudge_id, leaderboard=board, gpu=request.gpu,
                                    action=request.action, submissions=len(rows), revised=revised,
                                    correlation_id=request.rejudge_id, causation_id=request.event_id))
@@ -104,30 +94,13 @@ async def standing(conn: asyncpg.Connection, board: str, gpu: str) -> list[Board
     return await repository.top(conn, board, gpu, None)
 
 
-async def _current_standing(conn: asyncpg.Connection, board: str, gpus: set[str],
-                            references: dict[str, dict[str, str]] | None = None,
-                            ) -> dict[str, list[tuple[BoardEntry, datetime]]]:
-    """Every ranked submission's score as its verdicts stand now, per GPU (comparable to `references` if given)."""
-    rows = await repository.board_submissions(conn, board)
-    verdicts = await repository.verdicts_of(conn, [r["submission_id"] for r in rows])
-    standing: dict[str, list[tuple[BoardEntry, datetime]]] = defaultdict(list)
-    for row in rows:
-        judged = _judged(row, verdicts.get(row["submission_id"], {}), {})
-        kept, _ = rescoring.comparable(rescoring.scores_of(judged, judged.verdicts, gpus), references)
-        for gpu, score in kept.items():
-            standing[gpu].append((BoardEntry(judged.user_id, judged.user_name, score.score, judged.submission_id),
-                                  judged.submitted_at))
-    return standing
-
-
 async def judge_reruns(conn: asyncpg.Connection, submission_id: int, same_hardware: bool = False) -> list[Event]:
     """Revise a submission's scores once every run of a rerun of it has ended (the caller holds its lock); with
     `same_hardware`, a rerun measured on hardware unlike its board's reference does not score."""
     events: list[Event] = []
     reruns = await repository.open_reruns(conn, submission_id)
     if reruns:
-        # The board is rebuilt from every submission's standing: two reruns ending at once on different
-        # submissions would each read the other's old score and the later commit would bring it back.
+        # One rerun's revision at a time, as a rescore's: the rank change of each says what the board was before it.
         await repository.lock_boards(conn)
     for rejudge_id, rerun_runs in reruns:
         found = await repository.submission(conn, submission_id)
@@ -146,15 +119,15 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int, same_hardwa
         await repository.finish_rerun(conn, rejudge_id, submission_id, merged)
         request = RejudgeRequested(rejudge_id=rejudge_id, leaderboard=row["leaderboard"], action="rerun",
                                    event_id=f"RejudgeRequested:{rejudge_id}")
-        for gpu in sorted(gpus):
-            if old.get(gpu) != new.get(gpu):
-                change = rescoring.Revision(after, gpu, old.get(gpu), new.get(gpu), reasons.get(gpu, ""))
-                events.append(_revised(request, row["leaderboard"], row["ranking_by"], change))
-        standing = await _current_standing(conn, row["leaderboard"], gpus, references)
+        revised = [_revised(request, row["leaderboard"], row["ranking_by"],
+                            rescoring.Revision(after, gpu, old.get(gpu), new.get(gpu), reasons.get(gpu, "")))
+                   for gpu in sorted(gpus) if old.get(gpu) != new.get(gpu)]
+        events.extend(revised)
+        keys = await best_repository.record(conn, revised)
         rerun = RejudgeRequested(rejudge_id=f"{rejudge_id}:{submission_id}", leaderboard=row["leaderboard"],
                                  action="rerun", event_id=request.event_id)
         for gpu in sorted(gpus):
-            events.extend(await rebuild_board(conn, rerun, row["leaderboard"], gpu, standing[gpu]))
+            events.extend(await rebuild_board(conn, rerun, row["leaderboard"], gpu, keys))
     return events
 
 

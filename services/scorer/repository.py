@@ -1,4 +1,4 @@
-"""SQL of the scorer: planned runs, run verdicts, and each board's best score per user."""
+"""SQL of the scorer: planned runs, run verdicts, rejudging and hardware (its best table: best_sql.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from dataclasses import asdict
 import asyncpg
 
 from schemas.events import PlannedRun, SubmissionAccepted
-from services.ranking.rules import best_first, better_than
+from services.ranking.rules import best_first
+from services.scorer.best_repository import FATES
 from services.scorer.scoring import BoardEntry, RunVerdict
 
 LOCK_SUBMISSION = "SELECT pg_advisory_xact_lock(8231, $1::int)"
@@ -28,18 +29,6 @@ TOP = f"""
 SELECT user_id, user_name, score, submission_id FROM scorer_best WHERE leaderboard = $1 AND gpu = $2
 ORDER BY {best_first()} LIMIT $3
 """
-# Best is what the standings call best (services/ranking/rules.py): ties go to the earlier submission, whichever
-# replica happened to judge first.
-BEST_UPSERT = f"""
-INSERT INTO scorer_best (leaderboard, gpu, user_id, user_name, score, submission_id, submitted_at)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
-ON CONFLICT (leaderboard, gpu, user_id) DO UPDATE
-SET score = EXCLUDED.score, submission_id = EXCLUDED.submission_id, submitted_at = EXCLUDED.submitted_at,
-    user_name = EXCLUDED.user_name
-WHERE {better_than("EXCLUDED", "scorer_best")}
-"""
-
-
 async def lock_submission(conn: asyncpg.Connection, submission_id: int) -> None:
     """Serialise every decision about one submission, whichever of its events arrives first."""
     await conn.execute(LOCK_SUBMISSION, submission_id % 2_000_000_000)
@@ -102,16 +91,13 @@ async def top(conn: asyncpg.Connection, leaderboard: str, gpu: str, n: int = 3) 
     return [BoardEntry(**dict(r)) for r in await conn.fetch(TOP, leaderboard, gpu, n)]
 
 
-async def offer_best(conn: asyncpg.Connection, leaderboard: str, gpu: str, entry: BoardEntry, submitted_at) -> None:
-    await conn.execute(BEST_UPSERT, leaderboard, gpu, entry.user_id, entry.user_name, entry.score,
-                       entry.submission_id, submitted_at)
-
-
 # --- rejudging ---------------------------------------------------------------------------------------------------
 
-BOARD_SUBMISSIONS = """
-SELECT * FROM scorer_submissions WHERE lower(leaderboard) = lower($1) AND mode = 'leaderboard' AND finished
-ORDER BY submission_id
+# A deleted submission (alone or with its board: best_repository.FATES) is not judged again: it left the board.
+BOARD_SUBMISSIONS = f"""
+SELECT sub.* FROM scorer_submissions sub JOIN {FATES} s ON s.submission_id = sub.submission_id
+WHERE lower(sub.leaderboard) = lower($1) AND sub.mode = 'leaderboard' AND sub.finished AND NOT s.deleted
+ORDER BY sub.submission_id
 """
 VERDICTS_OF = "SELECT submission_id, run_id, outcome FROM scorer_runs WHERE submission_id = ANY($1::bigint[])"
 # The stored results are the log's own RunCompleted events; a report sent twice counts as its first copy.
@@ -122,7 +108,6 @@ ORDER BY payload->>'run_id', stream_seq
 """
 SET_VERDICT = "UPDATE scorer_runs SET outcome = $2 WHERE run_id = $1"
 LOCK_BOARDS = "LOCK TABLE scorer_best IN EXCLUSIVE MODE"
-CLEAR_BOARD = "DELETE FROM scorer_best WHERE leaderboard = $1 AND gpu = $2"
 
 
 async def board_submissions(conn: asyncpg.Connection, leaderboard: str):
@@ -148,10 +133,6 @@ async def set_verdict(conn: asyncpg.Connection, run_id: str, verdict: RunVerdict
 async def lock_boards(conn: asyncpg.Connection) -> None:
     """Live judging waits while a board is rebuilt, so no best score slips in between."""
     await conn.execute(LOCK_BOARDS)
-
-
-async def clear_board(conn: asyncpg.Connection, leaderboard: str, gpu: str) -> None:
-    await conn.execute(CLEAR_BOARD, leaderboard, gpu)
 
 
 RERUN_INSERT = """

@@ -28,3 +28,10 @@ def test_every_declared_table_is_created_by_a_migration():
     created = {name for path in MIGRATIONS_DIR.glob("*.sql") for name in CREATES.findall(path.read_text())}
     assert set(repository.TABLES) <= created
     assert len(repository.TABLES) == len(set(repository.TABLES))
+
+
+def test_every_scorer_table_a_migration_creates_is_rebuilt_by_a_scorer_replay():
+    from services.operate.replay import SCORER_TABLES
+
+    created = {name for path in MIGRATIONS_DIR.glob("*.sql") for name in CREATES.findall(path.read_text())}
+    assert {name for name in created if name.startswith("scorer_")} == set(SCORER_TABLES)

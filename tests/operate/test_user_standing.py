@@ -1,0 +1,50 @@
+"""One user's standing and rank (what a Discord verdict says) against the whole ranking, on standings the ledger
+projected: the same rank for everyone, ties included, without reading the board."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from services.core import read_model
+from services.kit.db import apply_migrations, create_pool
+from services.ledger.repository import project_batch
+from tests.operate.test_standings import BOARD, GPU, T0, submission_events, users
+from tests.support.platform import identity_board
+
+PEOPLE = users(4, first_id=600)
+
+
+async def standings_and_ranking(database_url: str, events) -> tuple[dict, dict, object]:
+    pool = await create_pool(database_url, 2)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("TRUNCATE leaderboards, users, submissions, jobs, run_requests, runs, scores, "
+                               "standings, standing_versions, precheck_verdicts, event_archive RESTART IDENTITY")
+            await project_batch(conn, list(enumerate([identity_board(BOARD, [GPU]), *PEOPLE, *events], start=1)))
+        board = (await read_model.leaderboard(pool, BOARD))["id"]
+        ranking = {r["user_id"]: (r["submission_id"], r["rank"])
+                   for r in await read_model.ranking(pool, board, GPU, None, 0)}
+        mine = {}
+        for person in PEOPLE:
+            row = await read_model.user_standing(pool, board, GPU, person.user_id)
+            mine[person.user_id] = (row["submission_id"], row["rank"])
+        nobody = await read_model.user_standing(pool, board, GPU, "no-such-user")
+        return ranking, mine, nobody
+    finally:
+        await pool.close()
+
+
+def test_a_users_rank_is_the_rankings_rank_ties_sharing_it(database_url):
+    apply_migrations(database_url)
+    ann, bob, cy, dan = PEOPLE
+    # bob ties ann's best later: both rank 1 (the ranking lists ann first); cy ranks 3, dan (ann's old score) 4
+    plan = [(1, ann, 9_000), (2, ann, 5_000), (3, bob, 5_000), (4, cy, 7_000), (5, dan, 9_000), (6, bob, 6_000)]
+    events = [event for sid, who, ns in plan
+              for event in submission_events(sid, BOARD, GPU, who, ns, T0 + timedelta(minutes=sid))]
+
+    ranking, mine, nobody = asyncio.run(standings_and_ranking(database_url, events))
+
+    assert mine == ranking
+    assert [mine[p.user_id] for p in PEOPLE] == [(2, 1), (3, 1), (4, 3), (5, 4)]
+    assert nobody is None
