@@ -172,3 +172,18 @@ def test_a_renamed_user_stands_under_the_new_name_and_the_board_version_moves(da
     # gateways key their cached rankings by the version: the rename is the board's latest change
     assert after["versions"] == [(4 + len(events) + 1, before["versions"][0][1])]  # the rename's stream sequence
     assert together == after
+
+
+def test_a_score_for_a_board_that_is_gone_is_dropped_and_the_ledger_goes_on(database_url):
+    """A run that finishes as its board is deleted is scored after the purge: it has no board to stand on. Before,
+    the score's NOT NULL board id failed the whole batch, and the ledger could never get past it."""
+    apply_migrations(database_url)
+    events = history()
+    orphan = submission_events(8, "gone", GPU, PEOPLE[2], 1_000, T0 + timedelta(minutes=8))
+    revised = ScoreRevised(rejudge_id="r2", submission_id=8, leaderboard="gone", gpu=GPU, user_id=PEOPLE[2].user_id,
+                           user_name="bench2", run_id=f"8.{GPU}.public", score=2e-6, previous_score=1e-6,
+                           ranking_by="last", submitted_at=T0)
+
+    with_orphan = run(database_url, events, orphan, [revised])
+
+    assert with_orphan == run(database_url, events)
