@@ -215,10 +215,11 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         ON CONFLICT (run_id, stage) DO NOTHING"""),
     # a score for a board deleted meanwhile has no board to stand on (the purge took the board's others)
     "score_insert": (("ScoreComputed",), f"""
-        INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at)
+        INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at,
+                            recorded_seq)
         SELECT DISTINCT ON ({SUBMISSION}, e.payload->>'gpu') {SUBMISSION}, e.payload->>'gpu', l.id,
                e.payload->>'user_id', (e.payload->>'score')::float8, (e.payload->>'secret_score')::float8,
-               e.payload->>'run_id', (e.payload->>'submitted_at')::timestamptz
+               e.payload->>'run_id', (e.payload->>'submitted_at')::timestamptz, e.stream_seq
         FROM event_archive e JOIN leaderboards l ON lower(l.name) = lower(e.payload->>'leaderboard')
         WHERE e.event_type = 'ScoreComputed' AND e.stream_seq BETWEEN $1 AND $2
           AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))

@@ -125,7 +125,7 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
             plan.add("submission_delete", event.submission_id)
         case ScoreRevised():
             plan.add("score_revise", event.submission_id, event.gpu, event.leaderboard, event.user_id, event.score,
-                     event.secret_score, event.run_id, event.submitted_at)
+                     event.secret_score, event.run_id, event.submitted_at, seq)
 
 
 def plan_batch(events: list[tuple[int, Event]]) -> list[Plan]:

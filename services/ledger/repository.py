@@ -96,8 +96,9 @@ STATEMENTS = {
     "score_revise": """
         WITH withdrawn AS (DELETE FROM scores WHERE submission_id = $1 AND gpu = $2 AND $5::float8 IS NULL),
              run AS (UPDATE runs SET score = $5 WHERE run_id = $7 AND stage = 'leaderboard')
-        INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at)
-        SELECT $1, $2, l.id, $4, $5, $6, $7, $8 FROM leaderboards l
+        INSERT INTO scores (submission_id, gpu, leaderboard_id, user_id, score, secret_score, run_id, submitted_at,
+                            recorded_seq)
+        SELECT $1, $2, l.id, $4, $5, $6, $7, $8, $9 FROM leaderboards l
         WHERE lower(l.name) = lower($3) AND $5::float8 IS NOT NULL  -- no board: nothing to stand on
         ON CONFLICT (submission_id, gpu) DO UPDATE
         SET score = EXCLUDED.score, secret_score = EXCLUDED.secret_score, run_id = EXCLUDED.run_id""",

@@ -5,33 +5,61 @@ from __future__ import annotations
 from services.ranking.rules import SUBMISSION_STANDS, best_first
 
 # The standings of the (board, GPU, user) keys a step's events touched (a score computed or revised, a submission
-# deleted, found hacked or reinstated; a deleted board's standings go with it in leaderboard_purge), recomputed from their eligible
-# scores: whatever order the events came in, the row is the best of what stands now, so the projection is
-# order-tolerant and idempotent. A board's version is the stream sequence of the last event that touched it (the same
-# live and replayed); `entries` follows the rows added and removed. Gateways drop their cached rankings of a board on
-# its notification. A user banned keeps their standing (http-api.md §3.33: existing results stay visible).
+# deleted, found hacked or reinstated; a deleted board's standings go with it in leaderboard_purge). A key that lost or
+# changed a score is recomputed from every score of it that stands; a key the step only added scores to compares its
+# standing with the scores the step recorded (scores.recorded_seq), which gives the same row without reading the
+# user's whole history (a replay would otherwise read it once per step). Whatever order the events came in, the row
+# is the best of what stands now, so the projection is order-tolerant and idempotent. A board's version is the stream
+# sequence of the last event that touched it (the same live and replayed); `entries` follows the rows added and
+# removed. Gateways drop their cached rankings of a board on its notification. A user banned keeps their standing
+# (http-api.md §3.33: existing results stay visible).
 STEP = "e.stream_seq BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))"
 STANDING_REFRESH_FROM = f"""
 WITH touched AS (
-    SELECT l.id AS leaderboard_id, e.payload->>'gpu' AS gpu, e.payload->>'user_id' AS user_id, e.stream_seq AS seq
+    SELECT l.id AS leaderboard_id, e.payload->>'gpu' AS gpu, e.payload->>'user_id' AS user_id, e.stream_seq AS seq,
+           e.event_type = 'ScoreComputed' AS adds
     FROM event_archive e JOIN leaderboards l ON lower(l.name) = lower(e.payload->>'leaderboard')
     WHERE e.event_type IN ('ScoreComputed', 'ScoreRevised') AND {STEP}
     UNION ALL
-    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, e.stream_seq
+    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, e.stream_seq, false
     FROM event_archive e JOIN scores sc ON sc.submission_id = (e.payload->>'submission_id')::bigint
     WHERE (e.event_type IN ('SubmissionDeleted', 'SubmissionReinstated')
            OR (e.event_type = 'SubmissionFinished' AND e.payload->>'status' = 'hacked')) AND {STEP}
 ), keys AS (
-    SELECT leaderboard_id, gpu, user_id, max(seq) AS seq FROM touched GROUP BY leaderboard_id, gpu, user_id
-), best AS (
-    SELECT DISTINCT ON (sc.leaderboard_id, sc.gpu, sc.user_id)
-           sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id, s.user_name,
-           s.file_name, count(*) OVER (PARTITION BY sc.leaderboard_id, sc.gpu, sc.user_id) AS eligible_runs
-    FROM keys k
-    JOIN scores sc ON sc.leaderboard_id = k.leaderboard_id AND sc.gpu = k.gpu AND sc.user_id = k.user_id
+    SELECT leaderboard_id, gpu, user_id, max(seq) AS seq, bool_and(adds) AS only_adds
+    FROM touched GROUP BY leaderboard_id, gpu, user_id
+), recorded AS (
+    -- the scores this step recorded that stand, each counted once
+    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id, s.user_name,
+           s.file_name, 1 AS runs
+    FROM event_archive e
+    JOIN scores sc ON sc.submission_id = (e.payload->>'submission_id')::bigint AND sc.gpu = e.payload->>'gpu'
+                  AND sc.recorded_seq = e.stream_seq
     JOIN submissions s ON s.id = sc.submission_id
-    WHERE {SUBMISSION_STANDS}
-    ORDER BY sc.leaderboard_id, sc.gpu, sc.user_id, {best_first("sc")}
+    WHERE e.event_type = 'ScoreComputed' AND {STEP} AND {SUBMISSION_STANDS}
+), grown AS (
+    -- a key the step only added scores to: its standing so far against what was added
+    SELECT DISTINCT ON (c.leaderboard_id, c.gpu, c.user_id)
+           c.leaderboard_id, c.gpu, c.user_id, c.submission_id, c.score, c.submitted_at, c.run_id, c.user_name,
+           c.file_name, sum(c.runs) OVER (PARTITION BY c.leaderboard_id, c.gpu, c.user_id) AS eligible_runs
+    FROM (SELECT r.* FROM recorded r JOIN keys k USING (leaderboard_id, gpu, user_id) WHERE k.only_adds
+          UNION ALL
+          SELECT st.leaderboard_id, st.gpu, st.user_id, st.submission_id, st.score, st.submitted_at, st.run_id,
+                 st.user_name, st.file_name, st.eligible_runs
+          FROM standings st JOIN keys k USING (leaderboard_id, gpu, user_id) WHERE k.only_adds) AS c
+    ORDER BY c.leaderboard_id, c.gpu, c.user_id, {best_first("c")}
+), best AS (
+    SELECT * FROM grown
+    UNION ALL
+    -- a key that lost or changed a score: recomputed from every score that stands
+    (SELECT DISTINCT ON (sc.leaderboard_id, sc.gpu, sc.user_id)
+            sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id,
+            s.user_name, s.file_name, count(*) OVER (PARTITION BY sc.leaderboard_id, sc.gpu, sc.user_id)
+     FROM keys k
+     JOIN scores sc ON sc.leaderboard_id = k.leaderboard_id AND sc.gpu = k.gpu AND sc.user_id = k.user_id
+     JOIN submissions s ON s.id = sc.submission_id
+     WHERE NOT k.only_adds AND {SUBMISSION_STANDS}
+     ORDER BY sc.leaderboard_id, sc.gpu, sc.user_id, {best_first("sc")})
 ), removed AS (
     DELETE FROM standings st USING keys k
     WHERE st.leaderboard_id = k.leaderboard_id AND st.gpu = k.gpu AND st.user_id = k.user_id

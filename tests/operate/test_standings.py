@@ -4,6 +4,7 @@ what still stands, whatever order or batching the events came in, and the scorer
 from __future__ import annotations
 
 import asyncio
+import random
 import sys
 from datetime import timedelta
 from pathlib import Path
@@ -20,15 +21,25 @@ from schemas.operations_events import ScoreRevised
 from schemas.precheck_events import PrecheckCleared, PrecheckFinding, PrecheckVerdict, SubmissionReinstated
 from services.kit.db import apply_migrations, create_pool
 from services.ledger.repository import project_batch
+from services.ranking.rules import SUBMISSION_STANDS, best_first
 from services.scorer.rescoring import best_per_user
 from services.scorer.scoring import BoardEntry
 from tests.support.platform import identity_board
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from ranked_events import T0, submission_events, users  # noqa: E402
+from ranked_events import T0, ranked_history, submission_events, users  # noqa: E402
 
 BOARD, GPU = "standing", "H100"
 PEOPLE = users(3, first_id=500)
+# Each user's best standing score and how many stand, read straight from every score (services/ranking/rules.py).
+DEFINITION = f"""
+SELECT user_id, submission_id, score, eligible_runs FROM (
+    SELECT DISTINCT ON (sc.leaderboard_id, sc.gpu, sc.user_id) sc.user_id, sc.submission_id, sc.score,
+           sc.submitted_at, count(*) OVER (PARTITION BY sc.leaderboard_id, sc.gpu, sc.user_id) AS eligible_runs
+    FROM scores sc JOIN submissions s ON s.id = sc.submission_id WHERE {SUBMISSION_STANDS}
+    ORDER BY sc.leaderboard_id, sc.gpu, sc.user_id, {best_first("sc")}) AS best
+ORDER BY score, submitted_at, submission_id
+"""
 
 
 def history():
@@ -55,6 +66,8 @@ async def project(database_url: str, batches) -> dict:
                     await project_batch(conn, numbered)
             rows = await conn.fetch("SELECT user_id, submission_id, score, eligible_runs FROM standings "
                                     "ORDER BY score, submitted_at, submission_id")
+            # however the ledger got there (recomputed or grown step by step), the standings are the definition
+            assert [tuple(r) for r in rows] == [tuple(r) for r in await conn.fetch(DEFINITION)]
             versions = await conn.fetch("SELECT version, entries FROM standing_versions")
             names = await conn.fetch("SELECT user_id, user_name FROM standings ORDER BY user_id")
             verdicts = await conn.fetch("SELECT submission_id, outcome, rules, cleared_by FROM precheck_verdicts "
@@ -187,3 +200,24 @@ def test_a_score_for_a_board_that_is_gone_is_dropped_and_the_ledger_goes_on(data
     with_orphan = run(database_url, events, orphan, [revised])
 
     assert with_orphan == run(database_url, events)
+
+
+def test_a_long_history_cut_anywhere_gives_the_standings_the_definition_gives(database_url):
+    """Steps that only add scores grow each standing from the scores they recorded; steps that take one away
+    recompute it. Random cuts of a long history, with deletions and a hacked finish among it, mix both."""
+    apply_migrations(database_url)
+    rng = random.Random(7)
+    people = users(3, first_id=500)
+    events = [e for events_of in ranked_history(120, people, BOARD, GPU, seed=3) for e in events_of]
+    for submission_id in rng.sample(range(1, 121), 15):  # each deleted some time after it finished
+        finished = next(i for i, e in enumerate(events)
+                        if isinstance(e, SubmissionFinished) and e.submission_id == submission_id)
+        events.insert(rng.randrange(finished + 1, len(events) + 1),
+                      SubmissionDeleted(submission_id=submission_id, user_id=people[0].user_id))
+    cuts = sorted(rng.sample(range(1, len(events)), 40))
+    batches = [events[a:b] for a, b in zip([0, *cuts], [*cuts, len(events)], strict=True)]
+
+    cut = run(database_url, *batches)  # project() asserts the definition after it
+
+    assert cut["standings"] == run(database_url, events)["standings"]
+    assert len(cut["standings"]) == 3
