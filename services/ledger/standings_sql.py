@@ -28,8 +28,9 @@ WITH touched AS (
 ), keys AS (
     SELECT leaderboard_id, gpu, user_id, max(seq) AS seq, bool_and(adds) AS only_adds
     FROM touched GROUP BY leaderboard_id, gpu, user_id
-), recorded AS (
-    -- the scores this step recorded that stand, each counted once
+), recorded AS MATERIALIZED (
+    -- the scores this step recorded that stand, each counted once. Materialized: the archive's estimate for a step
+    -- is a few rows, and inlined the planner would look each score up again for every key (54 ms, not 1 ms, live).
     SELECT sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id, s.user_name,
            s.file_name, 1 AS runs
     FROM event_archive e
@@ -63,8 +64,9 @@ WITH touched AS (
 ), removed AS (
     DELETE FROM standings st USING keys k
     WHERE st.leaderboard_id = k.leaderboard_id AND st.gpu = k.gpu AND st.user_id = k.user_id
-      AND NOT EXISTS (SELECT 1 FROM best b WHERE b.leaderboard_id = k.leaderboard_id AND b.gpu = k.gpu
-                                             AND b.user_id = k.user_id)
+      -- NOT IN over columns that are never NULL: one hashed lookup per key, where NOT EXISTS was planned as a scan
+      -- of `best` per key (its estimate is a few rows): 3.4 ms per live batch of 1,000 events
+      AND (k.leaderboard_id, k.gpu, k.user_id) NOT IN (SELECT leaderboard_id, gpu, user_id FROM best)
     RETURNING st.leaderboard_id, st.gpu
 ), kept AS (
     INSERT INTO standings AS st (leaderboard_id, gpu, user_id, submission_id, score, submitted_at, run_id, user_name,
