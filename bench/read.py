@@ -117,8 +117,9 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=200)
     parser.add_argument("--seconds", type=int, default=5, help="duration of each wrk run")
     parser.add_argument("--connections", default="1,8,64")
-    parser.add_argument("--only", default="", help="measure only the request kinds whose name contains this "
-                        "(e.g. 'poll'); the replay is then measured only if 'replay' is given")
+    parser.add_argument("--only", default="", help="comma-separated: measure only the request kinds whose name "
+                        "contains one of these (e.g. 'poll,ranking limit'); the replay is then measured only if "
+                        "'replay' is among them")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is not installed: apt-get install -y wrk")
@@ -156,15 +157,16 @@ def main() -> None:
                 ("GET /user/submissions", f"/user/submissions?leaderboard={BOARD}&limit=50", mine),
                 ("web ranking page", f"/web/leaderboards/{BOARD}?gpu={GPU}", {}),
             ]
+            only = [part for part in args.only.split(",") if part]
             for name, path, headers in kinds:
-                if args.only and args.only not in name:
+                if only and not any(part in name for part in only):
                     continue
                 for connections in (int(c) for c in args.connections.split(",")):
                     rate, p50, p99, trouble = wrk(platform.url + path, connections, args.seconds, headers)
                     print(f"{name} c={connections}: {rate:.0f} req/s p50 {p50:.2f} ms p99 {p99:.2f} ms{trouble}",
                           flush=True)
 
-            if args.only and args.only != "replay":
+            if only and "replay" not in only:
                 return
             platform.stop()  # the replay rebuilds what the ledger holds; nothing else writes meanwhile
             before = asyncio.run(standings_summary(database_url))
