@@ -36,6 +36,9 @@ from tests.support.platform import Platform, identity_board  # noqa: E402
 
 BOARD, GPU = "bench", "H100"
 PUBLISH_WINDOW = 4000  # publishes awaiting their acknowledgement at once
+# The goals of the standings work (issue #12): (request kind, connections) -> (at least req/s, at most p99 ms).
+GOALS = {("ranking limit=20", 64): (2000, 10.0), ("poll GET /user/submissions/{id}", 64): (1500, 20.0)}
+REPLAY_GOAL = 50_000  # events/s, process start included
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
@@ -111,6 +114,19 @@ def wrk(url: str, connections: int, seconds: int, headers: dict[str, str]) -> tu
     return rate, percentile("50"), percentile("99"), trouble
 
 
+def print_goals(measured: dict[tuple[str, int], tuple[float, float, str]], replay_rate: float | None) -> None:
+    for (name, connections), (least, most_p99) in GOALS.items():
+        if (name, connections) in measured:
+            rate, p99, trouble = measured[(name, connections)]
+            met = rate >= least and p99 <= most_p99 and not trouble
+            print(f"goal {name} c={connections}: >= {least} req/s and p99 <= {most_p99:g} ms: {rate:.0f} req/s, "
+                  f"p99 {p99:.2f} ms: {'met' if met else 'NOT MET'}")
+    if replay_rate is not None:
+        met = replay_rate >= REPLAY_GOAL
+        print(f"goal replay: >= {REPLAY_GOAL} events/s with equal standings: {replay_rate:.0f} events/s: "
+              f"{'met' if met else 'NOT MET'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--submissions", type=int, default=20_000)
@@ -158,15 +174,18 @@ def main() -> None:
                 ("web ranking page", f"/web/leaderboards/{BOARD}?gpu={GPU}", {}),
             ]
             only = [part for part in args.only.split(",") if part]
+            measured: dict[tuple[str, int], tuple[float, float, str]] = {}
             for name, path, headers in kinds:
                 if only and not any(part in name for part in only):
                     continue
                 for connections in (int(c) for c in args.connections.split(",")):
                     rate, p50, p99, trouble = wrk(platform.url + path, connections, args.seconds, headers)
+                    measured[(name, connections)] = (rate, p99, trouble)
                     print(f"{name} c={connections}: {rate:.0f} req/s p50 {p50:.2f} ms p99 {p99:.2f} ms{trouble}",
                           flush=True)
 
             if only and "replay" not in only:
+                print_goals(measured, None)
                 return
             platform.stop()  # the replay rebuilds what the ledger holds; nothing else writes meanwhile
             before = asyncio.run(standings_summary(database_url))
@@ -179,6 +198,7 @@ def main() -> None:
             same = "standings equal to the live ones" if after == before else f"STANDINGS DIFFER {before} {after}"
             print(f"replay ledger: {applied} events in {replay_s:.2f} s, process start included "
                   f"({applied / replay_s:.0f} events/s); {same}", flush=True)
+            print_goals(measured, applied / replay_s if after == before else 0.0)
         finally:
             platform.stop()
             nats.stop()
