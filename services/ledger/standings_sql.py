@@ -14,18 +14,26 @@ from services.ranking.rules import SUBMISSION_STANDS, best_first
 # removed. Gateways drop their cached rankings of a board on its notification. A user banned keeps their standing
 # (http-api.md §3.33: existing results stay visible).
 STEP = "e.stream_seq BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))"
+# The scores of submissions whose fate changed, and of keys that lost a score, are named as `= ANY(ARRAY(...))`: they
+# are then found through an index whatever the join plan (a replay joins by hashing, which would scan every score
+# once per step). The scores a step recorded are joined by hashing: at a replay's 10,000 a step, index lookups would
+# fill the buffer cache with scattered pages of `submissions` that the next statements needed for something else.
 STANDING_REFRESH_FROM = f"""
-WITH touched AS (
+WITH fates AS MATERIALIZED (
+    -- submissions whose deletion, hacked finish or reinstatement the step holds
+    SELECT (e.payload->>'submission_id')::bigint AS submission_id, e.stream_seq AS seq FROM event_archive e
+    WHERE (e.event_type IN ('SubmissionDeleted', 'SubmissionReinstated')
+           OR (e.event_type = 'SubmissionFinished' AND e.payload->>'status' = 'hacked')) AND {STEP}
+), touched AS (
     SELECT l.id AS leaderboard_id, e.payload->>'gpu' AS gpu, e.payload->>'user_id' AS user_id, e.stream_seq AS seq,
            e.event_type = 'ScoreComputed' AS adds
     FROM event_archive e JOIN leaderboards l ON lower(l.name) = lower(e.payload->>'leaderboard')
     WHERE e.event_type IN ('ScoreComputed', 'ScoreRevised') AND {STEP}
     UNION ALL
-    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, e.stream_seq, false
-    FROM event_archive e JOIN scores sc ON sc.submission_id = (e.payload->>'submission_id')::bigint
-    WHERE (e.event_type IN ('SubmissionDeleted', 'SubmissionReinstated')
-           OR (e.event_type = 'SubmissionFinished' AND e.payload->>'status' = 'hacked')) AND {STEP}
-), keys AS (
+    SELECT sc.leaderboard_id, sc.gpu, sc.user_id, f.seq, false
+    FROM fates f JOIN scores sc ON sc.submission_id = f.submission_id
+    WHERE sc.submission_id = ANY(ARRAY(SELECT submission_id FROM fates))
+), keys AS MATERIALIZED (
     SELECT leaderboard_id, gpu, user_id, max(seq) AS seq, bool_and(adds) AS only_adds
     FROM touched GROUP BY leaderboard_id, gpu, user_id
 ), recorded AS MATERIALIZED (
@@ -49,6 +57,13 @@ WITH touched AS (
                  st.user_name, st.file_name, st.eligible_runs
           FROM standings st JOIN keys k USING (leaderboard_id, gpu, user_id) WHERE k.only_adds) AS c
     ORDER BY c.leaderboard_id, c.gpu, c.user_id, {best_first("c")}
+), lost AS MATERIALIZED (
+    SELECT leaderboard_id, gpu, user_id FROM keys WHERE NOT only_adds
+), their_scores AS MATERIALIZED (
+    -- every score of the keys that lost or changed one, through scores_user_best (board, GPU, user, ...)
+    SELECT sc.* FROM scores sc
+    WHERE sc.leaderboard_id = ANY(ARRAY(SELECT DISTINCT leaderboard_id FROM lost))
+      AND sc.gpu = ANY(ARRAY(SELECT DISTINCT gpu FROM lost)) AND sc.user_id = ANY(ARRAY(SELECT user_id FROM lost))
 ), best AS (
     SELECT * FROM grown
     UNION ALL
@@ -56,10 +71,10 @@ WITH touched AS (
     (SELECT DISTINCT ON (sc.leaderboard_id, sc.gpu, sc.user_id)
             sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id,
             s.user_name, s.file_name, count(*) OVER (PARTITION BY sc.leaderboard_id, sc.gpu, sc.user_id)
-     FROM keys k
-     JOIN scores sc ON sc.leaderboard_id = k.leaderboard_id AND sc.gpu = k.gpu AND sc.user_id = k.user_id
+     FROM lost k
+     JOIN their_scores sc ON sc.leaderboard_id = k.leaderboard_id AND sc.gpu = k.gpu AND sc.user_id = k.user_id
      JOIN submissions s ON s.id = sc.submission_id
-     WHERE NOT k.only_adds AND {SUBMISSION_STANDS}
+     WHERE s.id = ANY(ARRAY(SELECT submission_id FROM their_scores)) AND {SUBMISSION_STANDS}
      ORDER BY sc.leaderboard_id, sc.gpu, sc.user_id, {best_first("sc")})
 ), removed AS (
     DELETE FROM standings st USING keys k
