@@ -147,7 +147,8 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
                    COALESCE(max(run_rank(t.status)) OVER (PARTITION BY t.run_id ORDER BY t.ord
                                                           ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), -1)
                        AS before
-            FROM t LEFT JOIN run_requests r ON r.run_id = t.run_id
+            FROM t LEFT JOIN (SELECT run_id, status FROM run_requests WHERE run_id = ANY(ARRAY(SELECT run_id FROM t)))
+                             AS r ON r.run_id = t.run_id
         ),
         folded AS (
             SELECT run_id, (array_agg(status ORDER BY ord DESC))[1] AS status,
