@@ -14,16 +14,18 @@ from services.ranking.rules import SUBMISSION_STANDS, best_first
 # removed. Gateways drop their cached rankings of a board on its notification. A user banned keeps their standing
 # (http-api.md §3.33: existing results stay visible).
 STEP = "e.stream_seq BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))"
-# The scores of submissions whose fate changed, and of keys that lost a score, are named as `= ANY(ARRAY(...))`: they
-# are then found through an index whatever the join plan (a replay joins by hashing, which would scan every score
-# once per step). The scores a step recorded are joined by hashing: at a replay's 10,000 a step, index lookups would
-# fill the buffer cache with scattered pages of `submissions` that the next statements needed for something else.
+# The scores a step recorded, those of submissions whose fate changed and those of keys that lost a score are named as
+# `= ANY(ARRAY(...))`: they are then found through an index whatever the join plan (a replay joins by hashing, which
+# would scan every score and submission once per step, a cost that grows with the history).
 STANDING_REFRESH_FROM = f"""
 WITH fates AS MATERIALIZED (
     -- submissions whose deletion, hacked finish or reinstatement the step holds
     SELECT (e.payload->>'submission_id')::bigint AS submission_id, e.stream_seq AS seq FROM event_archive e
     WHERE (e.event_type IN ('SubmissionDeleted', 'SubmissionReinstated')
            OR (e.event_type = 'SubmissionFinished' AND e.payload->>'status' = 'hacked')) AND {STEP}
+), scored AS MATERIALIZED (
+    SELECT (e.payload->>'submission_id')::bigint AS submission_id, e.payload->>'gpu' AS gpu, e.stream_seq AS seq
+    FROM event_archive e WHERE e.event_type = 'ScoreComputed' AND {STEP}
 ), touched AS (
     SELECT l.id AS leaderboard_id, e.payload->>'gpu' AS gpu, e.payload->>'user_id' AS user_id, e.stream_seq AS seq,
            e.event_type = 'ScoreComputed' AS adds
@@ -41,11 +43,11 @@ WITH fates AS MATERIALIZED (
     -- is a few rows, and inlined the planner would look each score up again for every key (54 ms, not 1 ms, live).
     SELECT sc.leaderboard_id, sc.gpu, sc.user_id, sc.submission_id, sc.score, sc.submitted_at, sc.run_id, s.user_name,
            s.file_name, 1 AS runs
-    FROM event_archive e
-    JOIN scores sc ON sc.submission_id = (e.payload->>'submission_id')::bigint AND sc.gpu = e.payload->>'gpu'
-                  AND sc.recorded_seq = e.stream_seq
+    FROM scored x
+    JOIN scores sc ON sc.submission_id = x.submission_id AND sc.gpu = x.gpu AND sc.recorded_seq = x.seq
     JOIN submissions s ON s.id = sc.submission_id
-    WHERE e.event_type = 'ScoreComputed' AND {STEP} AND {SUBMISSION_STANDS}
+    WHERE sc.submission_id = ANY(ARRAY(SELECT submission_id FROM scored))
+      AND s.id = ANY(ARRAY(SELECT submission_id FROM scored)) AND {SUBMISSION_STANDS}
 ), grown AS (
     -- a key the step only added scores to: its standing so far against what was added
     SELECT DISTINCT ON (c.leaderboard_id, c.gpu, c.user_id)
