@@ -199,3 +199,7 @@ class FullResult(_Frozen):
     runs: dict[str, EvalResult] = {}
     # When the runner process started and when its result was ready (ISO-8601 UTC).
     timing: dict[str, str] = {}
+    # How the runner confined the run's processes, written by the runner outside user code's reach: "full"
+    # (namespaces, per-run uid, seccomp: docs/security.md) or "limits-only" (resource limits alone); "" from a
+    # runner older than this field.
+    isolation: str = ""
