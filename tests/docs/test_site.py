@@ -153,7 +153,7 @@ def test_readme_and_docs_never_point_outside_the_repository():
 def test_the_readme_keeps_its_two_commands():
     # CI (.ci/run) and a newcomer both follow these exactly.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert "python3.11 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/kernelbot up" in readme
+    assert "python3.11 -m venv .venv && .venv/bin/pip install -e '.[runner]' && .venv/bin/kernelbot up" in readme
     assert "python3.11 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest" in readme
     assert "(docs/index.md)" in readme
 
