@@ -148,3 +148,42 @@ def test_one_address_cannot_fill_the_pending_registrations(platform):
     assert refused.status_code == 429 and "this address" in refused.json()["detail"]
     with platform.client("127.0.0.5") as someone_else:
         platform.init(someone_else)
+
+
+PROXY, HOME, CAFE = "127.0.0.6", "198.51.100.7", "203.0.113.9"
+
+
+@pytest.fixture(scope="module")
+def behind_proxy(platform, tmp_path_factory) -> Iterator[OAuthPlatform]:
+    """A second gateway replica, told that 127.0.0.6 is its reverse proxy (KB_TRUSTED_PROXIES)."""
+    replica = OAuthPlatform(platform.nats_url, platform.database_url, Path(tmp_path_factory.mktemp("proxied")),
+                            platform.fake, {"KB_TRUSTED_PROXIES": PROXY})
+    replica.start("gateway")
+    try:
+        yield replica
+    finally:
+        replica.stop()
+
+
+def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(behind_proxy):
+    who = github_account("proxied")
+    behind_proxy.fake.sign_in("github", who)
+    at = {"X-Forwarded-For": HOME}
+    with behind_proxy.client(PROXY) as proxy:
+        first = behind_proxy.init(proxy, headers=at)
+        direct = proxy.get(behind_proxy.authorize_link(first, is_reset=False), headers=at)
+        assert direct.status_code == 200 and direct.json()["user_name"] == "proxied"
+
+        # the proxy reports another client for the callback: the person is asked
+        second = behind_proxy.init(proxy, headers=at)
+        asked = proxy.get(behind_proxy.authorize_link(second, is_reset=True), headers={"X-Forwarded-For": CAFE})
+        assert asked.headers["content-type"].startswith("text/html") and HOME in asked.text
+        assert not behind_proxy.works(second)
+
+    # a client that is not the proxy speaks for itself only, whatever header it sends
+    with behind_proxy.client(VICTIM) as direct_client:
+        third = behind_proxy.init(direct_client, headers=at)
+    with behind_proxy.client(PROXY) as proxy:
+        asked = proxy.get(behind_proxy.authorize_link(third, is_reset=True), headers=at)
+    assert asked.headers["content-type"].startswith("text/html") and VICTIM in asked.text
+    assert behind_proxy.works(first) and not behind_proxy.works(third)
