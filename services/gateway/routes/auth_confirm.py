@@ -27,16 +27,16 @@ from services.gateway.web.session import open_session
 
 router = APIRouter(include_in_schema=False)
 log = logging.getLogger("kernelbot.gateway.auth")
-_warned = False
 PROVIDER_NAMES = {"discord": "Discord", "github": "GitHub"}
 
 
 def client_address(request: Request) -> str:
     """The peer's address; behind a proxy, the one the proxy reports only if it is trusted (KB_TRUSTED_PROXIES)."""
-    global _warned
-    if not _warned and "x-forwarded-for" in request.headers and not request.app.state.settings.trusted_proxies:
+    state = request.app.state
+    if "x-forwarded-for" in request.headers and not state.settings.trusted_proxies and \
+            not getattr(state, "forwarded_for_warned", False):
         # Most likely a proxy nobody listed: then every client has the proxy's address, and the check is void.
-        _warned = True
+        state.forwarded_for_warned = True
         log.warning("X-Forwarded-For ignored: no KB_TRUSTED_PROXIES set. Behind a reverse proxy, list it there, "
                     "or registrations cannot tell clients apart (docs/security.md)")
     return request.client.host if request.client else ""
