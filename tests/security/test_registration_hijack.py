@@ -187,3 +187,17 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(behind_proxy
         asked = proxy.get(behind_proxy.authorize_link(third, is_reset=True), headers=at)
     assert asked.headers["content-type"].startswith("text/html") and VICTIM in asked.text
     assert behind_proxy.works(first) and not behind_proxy.works(third)
+
+
+@pytest.mark.parametrize(("host", "client"), [
+    ("203.0.113.9", "203.0.113.9"),
+    ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
+    ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),  # the same LAN: one client
+    ("::ffff:203.0.113.9", "203.0.113.9"),
+    ("testclient", "testclient"),
+])
+def test_an_ipv6_client_is_its_64_network(host, client):
+    # so that one client cannot take one pending registration per address of its /64
+    from services.gateway.routes.auth_confirm import client_network
+
+    assert client_network(host) == client

@@ -9,6 +9,7 @@ token, the single-use confirmation token and the state the callback carried).
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import secrets
 from datetime import UTC, datetime
@@ -39,7 +40,21 @@ def client_address(request: Request) -> str:
         state.forwarded_for_warned = True
         log.warning("X-Forwarded-For ignored: no KB_TRUSTED_PROXIES set. Behind a reverse proxy, list it there, "
                     "or registrations cannot tell clients apart (docs/security.md)")
-    return request.client.host if request.client else ""
+    return client_network(request.client.host if request.client else "")
+
+
+def client_network(host: str) -> str:
+    """What counts as one client: an IPv4 address, or an IPv6 /64 (one LAN, where a machine's temporary addresses
+    change and where a single client could otherwise take 2^64 addresses)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 def _shown(moment: datetime) -> str:
