@@ -84,8 +84,10 @@ def _serve(name: str) -> None:
 
         from services.gateway.app import create_app
 
+        # uvicorn would trust X-Forwarded-For from 127.0.0.1 unless told otherwise: only from configured proxies.
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
-                    access_log=False)
+                    access_log=False, proxy_headers=bool(settings.trusted_proxies),
+                    forwarded_allow_ips=settings.trusted_proxies or None)
         return
     if name == "discord":
         from services.discord.app import serve as serve_discord

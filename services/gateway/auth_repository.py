@@ -6,9 +6,12 @@ import asyncpg
 
 PURGE_EXPIRED = "DELETE FROM oauth_registrations WHERE expires_at < now() - interval '1 hour'"
 PENDING_COUNT = "SELECT count(*) FROM oauth_registrations WHERE claimed_at IS NULL AND expires_at > now()"
+PENDING_FROM = """
+SELECT count(*) FROM oauth_registrations WHERE client_address = $1 AND claimed_at IS NULL AND expires_at > now()
+"""
 START = """
-INSERT INTO oauth_registrations (cli_id_digest, provider, expires_at)
-VALUES ($1, $2, now() + make_interval(secs => $3))
+INSERT INTO oauth_registrations (cli_id_digest, provider, expires_at, client_address)
+VALUES ($1, $2, now() + make_interval(secs => $3), $4)
 """
 PENDING = """
 SELECT 1 FROM oauth_registrations
@@ -18,27 +21,32 @@ WHERE cli_id_digest = $1 AND provider = $2 AND claimed_at IS NULL AND expires_at
 CLAIM = """
 UPDATE oauth_registrations SET claimed_at = now()
 WHERE cli_id_digest = $1 AND provider = $2 AND claimed_at IS NULL AND expires_at > now()
-RETURNING provider
+RETURNING client_address, created_at, expires_at
 """
 USER = "SELECT user_id, provider FROM users WHERE user_id = $1"
 
 
-async def start(pool: asyncpg.Pool, cli_id_digest: str, provider: str, ttl_s: float) -> None:
+async def start(pool: asyncpg.Pool, cli_id_digest: str, provider: str, ttl_s: float, client_address: str) -> None:
     async with pool.acquire() as conn, conn.transaction():
         await conn.execute(PURGE_EXPIRED)
-        await conn.execute(START, cli_id_digest, provider, ttl_s)
+        await conn.execute(START, cli_id_digest, provider, ttl_s, client_address)
 
 
 async def pending_count(pool: asyncpg.Pool) -> int:
     return await pool.fetchval(PENDING_COUNT)
 
 
+async def pending_from(pool: asyncpg.Pool, client_address: str) -> int:
+    return await pool.fetchval(PENDING_FROM, client_address)
+
+
 async def pending(pool: asyncpg.Pool, cli_id_digest: str, provider: str) -> bool:
     return await pool.fetchval(PENDING, cli_id_digest, provider) is not None
 
 
-async def claim(pool: asyncpg.Pool, cli_id_digest: str, provider: str) -> bool:
-    return await pool.fetchval(CLAIM, cli_id_digest, provider) is not None
+async def claim(pool: asyncpg.Pool, cli_id_digest: str, provider: str):
+    """The claimed registration's client address, start and expiry; None when it was not pending."""
+    return await pool.fetchrow(CLAIM, cli_id_digest, provider)
 
 
 async def user(pool: asyncpg.Pool, user_id: str):

@@ -38,6 +38,10 @@ class GatewaySettings(HfExportSettings):
     oauth_github: OAuthProvider = OAuthProvider(token_url="https://github.com/login/oauth/access_token",
                                                 user_url="https://api.github.com/user")
     registration_ttl_s: float = 600.0
+    # Addresses (comma-separated IPs or CIDRs, `*` for any) of reverse proxies whose X-Forwarded-For names the
+    # client. Empty: the header is ignored and the peer is the client; behind a proxy, every client then looks alike
+    # and a registration's callback is never checked against where it started.
+    trusted_proxies: str = ""
     # Signs web session cookies; unset, a random key per process (sessions end with it, replicas disagree).
     session_secret: SecretStr | None = None
     # Hours between scheduled exports of every public leaderboard to the private data set (0: none).

@@ -1,4 +1,9 @@
-"""Registration through OAuth (http-api.md §3.2, §3.3): a pending cli id, then the provider's callback binds it."""
+"""Registration through OAuth (http-api.md §3.2, §3.3): a pending cli id, then the provider's callback binds it.
+
+The callback binds at once only for the address that started the registration; from anywhere else the person is
+asked first (routes/auth_confirm.py), so a link crafted by someone else cannot bind a victim's account to the
+crafter's CLI id.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +11,24 @@ import logging
 import uuid
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 
-from schemas.auth_events import OAuthUserRegistered
-from services.core import settle
-from services.gateway import auth_repository, oauth, registration
+from services.gateway import auth_repository, oauth, registering, registration
 from services.gateway.deps import Broker, Pool, Settings
 from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
+from services.gateway.routes import auth_confirm
+from services.gateway.routes.auth_confirm import client_address, hold
 from services.gateway.settings import GatewaySettings, OAuthProvider
 from services.gateway.web.session import open_session
 
 router = APIRouter()
+router.include_router(auth_confirm.router)
 log = logging.getLogger("kernelbot.gateway.auth")
 # Unauthenticated callers create pending rows: past this many live ones, /auth/init asks them to come back later.
 MAX_PENDING = 10_000
+# ...and one address may hold only this many of them, so no single client fills the table for everyone.
+MAX_PENDING_PER_CLIENT = 20
+TOO_MANY_FROM_HERE = "Too many pending registrations from this address; finish one or wait ten minutes"
 
 
 def _provider_config(settings: GatewaySettings, provider: str) -> OAuthProvider:
@@ -32,18 +41,21 @@ def _redirect_uri(settings: GatewaySettings, request: Request, provider: str) ->
 
 
 @router.get("/auth/init")
-async def auth_init(pool: Pool, settings: Settings, provider: str | None = None) -> dict:
+async def auth_init(request: Request, pool: Pool, settings: Settings, provider: str | None = None) -> dict:
     if provider not in registration.PROVIDERS:
         raise HTTPException(400, INVALID_PROVIDER)
+    address = client_address(request)
+    if await auth_repository.pending_from(pool, address) >= MAX_PENDING_PER_CLIENT:
+        raise HTTPException(429, TOO_MANY_FROM_HERE, {"Retry-After": "60"})
     if await auth_repository.pending_count(pool) >= MAX_PENDING:
         raise HTTPException(429, "Too many pending registrations; try again in a minute", {"Retry-After": "60"})
     cli_id = str(uuid.uuid4())
-    await auth_repository.start(pool, registration.digest(cli_id), provider, settings.registration_ttl_s)
+    await auth_repository.start(pool, registration.digest(cli_id), provider, settings.registration_ttl_s, address)
     return {"state": cli_id}
 
 
 async def _register(request: Request, pool, broker, settings: GatewaySettings, provider: str,
-                    code: str | None, state: str | None) -> JSONResponse:
+                    code: str | None, state: str | None) -> Response:
     if provider not in registration.PROVIDERS:
         raise RegistrationRefused(400, INVALID_PROVIDER)
     if not code or not state:
@@ -57,7 +69,8 @@ async def _register(request: Request, pool, broker, settings: GatewaySettings, p
         raise RegistrationRefused(503, f"OAuth for {provider} is not configured")
     # Claimed before the provider is asked: a state is spent by its first use, whatever the outcome, and of
     # concurrent callbacks with one state only one gets past this line.
-    if not await auth_repository.claim(pool, key, provider):
+    started = await auth_repository.claim(pool, key, provider)
+    if started is None:
         raise RegistrationRefused(400, registration.UNKNOWN_REGISTRATION)
     try:
         account = await oauth.identify(provider, config, code, _redirect_uri(settings, request, provider))
@@ -69,16 +82,10 @@ async def _register(request: Request, pool, broker, settings: GatewaySettings, p
         raise RegistrationRefused(502, f"Authentication with {provider} failed: the provider did not answer") from exc
     row = await auth_repository.user(pool, account.account_id)
     registration.check(provider, parsed.is_reset, registration.Existing(row["provider"]) if row else None)
-    # The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it.
-    registered = OAuthUserRegistered(user_id=account.account_id, user_name=account.name, cli_id=parsed.cli_id,
-                                     provider=provider, is_reset=parsed.is_reset)
-    if not await settle.publish_and_settle(broker, registered, request.app.state.position,
-                                           settings.projection_wait_s):
-        log.warning("registration of %s not projected within %.1fs", account.account_id, settings.projection_wait_s)
-    response = JSONResponse({
-        "status": "success", "message": f"Successfully authenticated via {provider} and linked CLI ID.",
-        "user_id": account.account_id, "user_name": account.name, "is_reset": parsed.is_reset,
-    })
+    if started["client_address"] != client_address(request):
+        return await hold(request, pool, provider, state, parsed, account, started)
+    response = JSONResponse(await registering.complete(request, broker, settings, provider, parsed.cli_id,
+                                                       parsed.is_reset, account))
     # The browser that completed the flow is the account owner's: it is signed in to the web pages too.
     open_session(request, response, account.account_id, parsed.cli_id)
     return response

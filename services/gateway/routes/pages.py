@@ -19,7 +19,7 @@ from services.core import read_model as repository
 from services.core import reports, results, views
 from services.gateway import pages_repository
 from services.gateway.deps import Cache, Pool, User
-from services.gateway.web import render
+from services.gateway.web import csrf, render
 from services.gateway.web.charts import Attempt, best_over_time
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
 from services.gateway.web.stats import format_seconds, score_interval, ties_with_above
@@ -34,8 +34,17 @@ HEADERS = {
 }
 
 
-def page(template: str, status: int = 200, **context: object) -> HTMLResponse:
-    return HTMLResponse(render(template, **context), status_code=status, headers=HEADERS)
+def page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:
+    """A page; every page may hold a form (sign out in the header), so each carries a form token."""
+    form = csrf.issue(request)
+    response = HTMLResponse(render(template, csrf_token=form.token, **context), status_code=status, headers=HEADERS)
+    csrf.attach(request, response, form)
+    return response
+
+
+def forged(request: Request) -> HTMLResponse:
+    return page(request, "message.html", 403, viewer=None, heading="Form expired",
+                message="This form was not sent from this site's own page. Reload the page and try again.")
 
 
 def _shown(moment: datetime | None) -> str:
@@ -62,8 +71,8 @@ async def _can_see(pool, board, person: User | None) -> bool:
     return person is not None and await repository.has_invite(pool, person.user_id, board["id"])
 
 
-def _not_found(person: User | None, what: str) -> HTMLResponse:
-    return page("message.html", 404, viewer=person, heading="Not found", message=what)
+def _not_found(request: Request, person: User | None, what: str) -> HTMLResponse:
+    return page(request, "message.html", 404, viewer=person, heading="Not found", message=what)
 
 
 @router.get("/")
@@ -72,7 +81,7 @@ async def home() -> RedirectResponse:
 
 
 @router.get("/web")
-async def leaderboards(pool: Pool, person: Viewer):
+async def leaderboards(request: Request, pool: Pool, person: Viewer):
     now = datetime.now(UTC)
     invited = await repository.invited_boards(pool, person.user_id) if person else set()
     boards = []
@@ -84,19 +93,19 @@ async def leaderboards(pool: Pool, person: Viewer):
             "gpus": sorted(row["gpus"]), "closed": row["visibility"] != "public", "deadline": _shown(row["deadline"]),
             "ended": row["deadline"] < now, "summary": (row["description"] or "").strip().split("\n\n")[0][:300],
         })
-    return page("leaderboards.html", viewer=person, boards=boards)
+    return page(request, "leaderboards.html", viewer=person, boards=boards)
 
 
 @router.get("/web/leaderboards/{name}")
-async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: str | None = None):
+async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, person: Viewer, gpu: str | None = None):
     board = await repository.leaderboard(pool, name)
     # a closed board is absent for whoever may not see it, not merely locked
     if board is None or not await _can_see(pool, board, person):
-        return _not_found(person, f"There is no leaderboard named {name}.")
+        return _not_found(request, person, f"There is no leaderboard named {name}.")
     gpus = sorted(board["gpus"])
     gpu = gpu or (gpus[0] if gpus else "")
     if gpu not in gpus:
-        return _not_found(person, f"{board['name']} is not run on {gpu}.")
+        return _not_found(request, person, f"{board['name']} is not run on {gpu}.")
     ranking_by = board["ranking_by"]
     version = await repository.standing_version(pool, board["id"], gpu)
     variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
@@ -113,7 +122,7 @@ async def leaderboard(name: str, pool: Pool, cache: Cache, person: Viewer, gpu: 
         plots.clear()
         plot = plots[minute] = best_over_time(attempts, now)
     queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
-    return page("leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
+    return page(request, "leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
                 table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
                 plot=plot, queue=_queue_text(queue))
 
@@ -160,7 +169,7 @@ async def my_submissions(request: Request, pool: Pool, person: Viewer):
     submissions = [{**dict(row), "submitted": _shown(row["submitted_at"]),
                     "status": row["job_status"] or "received", "leaderboard_name": row["leaderboard_name"] or ""}
                    for row in rows]
-    return page("submissions.html", viewer=person, submissions=submissions)
+    return page(request, "submissions.html", viewer=person, submissions=submissions)
 
 
 @router.get("/web/submissions/{submission_id}")
@@ -170,7 +179,7 @@ async def submission(submission_id: int, request: Request, pool: Pool, person: V
     row = await repository.submission(pool, submission_id)
     # someone else's submission is indistinguishable from a missing one
     if row is None or str(row["user_id"]) != person.user_id:
-        return _not_found(person, f"You have no submission {submission_id}.")
+        return _not_found(request, person, f"You have no submission {submission_id}.")
     # the API's view of it: secret runs carry no harness output (http-api.md §3.12)
     stages = await repository.submission_runs(pool, submission_id)
     shown = views.submission(row, stages, None)
@@ -185,7 +194,7 @@ async def submission(submission_id: int, request: Request, pool: Pool, person: V
         waiting = f"{gpu}: {waiting}" if waiting else ""
     runs = [{**run, "score_text": format_seconds(run["score"]) if run["score"] is not None else "",
              "result": run.get("result")} for run in shown["runs"]]
-    return page("submission.html", viewer=person, s=shown, runs=runs, submitted=_shown(row["submitted_at"]),
+    return page(request, "submission.html", viewer=person, s=shown, runs=runs, submitted=_shown(row["submitted_at"]),
                 waiting=waiting, report=report)
 
 
@@ -197,16 +206,18 @@ def _safe_next(target: str | None) -> str:
 
 
 @router.get("/web/login")
-async def login_form(person: Viewer, next: str | None = None):
-    return page("login.html", viewer=person, error=None, next=_safe_next(next))
+async def login_form(request: Request, person: Viewer, next: str | None = None):
+    return page(request, "login.html", viewer=person, error=None, next=_safe_next(next))
 
 
 @router.post("/web/login")
 async def login(request: Request, pool: Pool, cli_id: Annotated[str, Form()] = "",
-                next: Annotated[str, Form()] = ""):
+                next: Annotated[str, Form()] = "", csrf_token: Annotated[str, Form()] = ""):
+    if not csrf.valid(request, csrf_token):
+        return forged(request)
     row = await repository.user_by_cli(pool, cli_id.strip()) if cli_id.strip() else None
     if row is None:
-        return page("login.html", 401, viewer=None, error="That CLI id belongs to no registered user.",
+        return page(request, "login.html", 401, viewer=None, error="That CLI id belongs to no registered user.",
                     next=_safe_next(next))
     response = RedirectResponse(_safe_next(next), status_code=303)
     open_session(request, response, str(row["user_id"]), cli_id.strip())
@@ -214,7 +225,9 @@ async def login(request: Request, pool: Pool, cli_id: Annotated[str, Form()] = "
 
 
 @router.post("/web/logout")
-async def logout() -> RedirectResponse:
+async def logout(request: Request, csrf_token: Annotated[str, Form()] = ""):
+    if not csrf.valid(request, csrf_token):
+        return forged(request)
     response = RedirectResponse("/web", status_code=303)
     close_session(response)
     return response

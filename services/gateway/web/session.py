@@ -67,21 +67,32 @@ class Signer:
         return Session(claims["u"], claims["c"])
 
 
-def signer(request: Request) -> Signer:
-    """The app's signer, made on first use: the configured secret, else a random key for this process."""
+def secret_key(request: Request) -> bytes:
+    """The key of sessions and form tokens: the configured secret, else a random key made once for this process
+    (then a cookie or a form of one replica means nothing to another)."""
     state = request.app.state
-    if getattr(state, "web_signer", None) is None:
+    if getattr(state, "web_key", None) is None:
         settings: GatewaySettings = state.settings
         secret = settings.session_secret.get_secret_value() if settings.session_secret else ""
-        state.web_signer = Signer(secret.encode() if secret else secrets.token_bytes(32))
+        state.web_key = secret.encode() if secret else secrets.token_bytes(32)
+    return state.web_key
+
+
+def signer(request: Request) -> Signer:
+    state = request.app.state
+    if getattr(state, "web_signer", None) is None:
+        state.web_signer = Signer(secret_key(request))
     return state.web_signer
 
 
-def open_session(request: Request, response: Response, user_id: str, cli_id: str) -> None:
+def cookie_secure(request: Request) -> bool:
     settings: GatewaySettings = request.app.state.settings
-    secure = settings.public_url.startswith("https://") or request.url.scheme == "https"
+    return settings.public_url.startswith("https://") or request.url.scheme == "https"
+
+
+def open_session(request: Request, response: Response, user_id: str, cli_id: str) -> None:
     response.set_cookie(COOKIE, signer(request).issue(user_id, cli_id), max_age=MAX_AGE_S, path="/",
-                        httponly=True, samesite="lax", secure=secure)
+                        httponly=True, samesite="lax", secure=cookie_secure(request))
 
 
 def close_session(response: Response) -> None:
