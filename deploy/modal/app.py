@@ -150,6 +150,16 @@ def remove_new_entries(before: dict[str, set[str]]) -> None:
                 path.unlink(missing_ok=True)
 
 
+def sandbox_level() -> str:
+    """What the runner's sandbox can build here, for the container's log (each result also records its own)."""
+    import runner.sandbox as sandbox
+
+    if hasattr(sandbox, "sandbox_level"):
+        level, reason = sandbox.sandbox_level()
+        return f"{level} ({reason})"
+    return "full" if sandbox.isolation_available() else "limits-only"
+
+
 def execute(payload: dict, launch_key: str, warm_socket: str | None = None) -> dict:
     first = _claim(launch_key)
     if first is not None:
@@ -189,6 +199,7 @@ class WarmRunner:
         from runner.warm_client import start_warm_runner
 
         become_subreaper()
+        print(f"kernelbot: sandbox level in this container: {sandbox_level()}", flush=True)
         self.directory = tempfile.mkdtemp(prefix="kernelbot-warm-")
         self.socket, self.server = start_warm_runner(Path(self.directory))
 
