@@ -141,6 +141,11 @@ def test_github_payload_is_fetched_before_and_result_uploaded_after_the_run_cont
     assert taking < index
     assert "curl" in every[taking]["run"]  # a payload passed as a link is fetched here, the container has no network
     mounts = {inside: host for host, inside in (volume.rsplit(":", 1) for volume in option(run, "--volume"))}
+    # Only the payload's and the result's directories: not the workspace (its .git/config would hold the job's
+    # GITHUB_TOKEN had checkout persisted it), not the Docker socket.
+    assert set(mounts) == {"/in", "/out"} and not option(run, "-v") and not option(run, "--mount")
+    checkout = next(step for step in every if step.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"].get("persist-credentials") is False
     result_dir = mounts["/out"]
     assert run[run.index("--result") + 1].startswith("/out/")
     private = [argv for argv in commands(every[taking]) if argv[:1] == ["mkdir"]]
