@@ -31,7 +31,8 @@ result.json's `isolation` says so). Around each run this module adds what a cont
 sandbox's level: the runner starts with an allow-listed environment, not the container's (which carries Modal's
 own variables), and once the run has ended every process it left behind is killed and every file it left in the
 container's shared writable directories is removed, before the container takes its next input. Processes that
-escape their parent are re-parented to this process (a child subreaper), so none can hide from that sweep.
+escape their parent are re-parented to this process (a child subreaper), so none can hide from that sweep. The
+sweep relies on a container serving one input at a time: never mark these functions `@modal.concurrent`.
 """
 
 from __future__ import annotations

@@ -236,11 +236,11 @@ def buildkite_agent(tmp_path: Path) -> tuple[FakeHost, Path, Path]:
     return host, checkout, environments
 
 
-def test_buildkite_agent_token_reaches_neither_docker_nor_user_code(buildkite_agent):
+def test_buildkite_agent_token_reaches_neither_docker_nor_user_code(buildkite_agent, open_dir):
     host, checkout, environments = buildkite_agent
     payload = encode_payload(payload_running(PRINT_ENVIRONMENT, "bk-1", gpu="nvidia-h100"))
     env = host.env(CUDA_VISIBLE_DEVICES="1", SUBMISSION_PAYLOAD=payload, BUILDKITE_AGENT_ACCESS_TOKEN=AGENT_TOKEN,
-                   BUILDKITE_BUILD_ID="0190-build", BUILDKITE_JOB_ID="0190-job")
+                   BUILDKITE_BUILD_ID="0190-build", BUILDKITE_JOB_ID="0190-job", TMPDIR=str(open_dir))
     done = subprocess.run([str(checkout / "deploy/buildkite/run-job.sh")], cwd=checkout, env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
@@ -252,6 +252,7 @@ def test_buildkite_agent_token_reaches_neither_docker_nor_user_code(buildkite_ag
     [run, *_] = [argv for argv in host.argvs("docker") if argv[0] == "run"]
     assert option(run, "--network") == ["none"] and not option(run, "--ipc") and "--privileged" not in run
     assert "apparmor=unconfined" in option(run, "--security-opt")  # the sandbox's mounts, so its per-run uid
+    assert list(open_dir.iterdir()) == []  # the job's directory, which held the payload, is gone with the job
 
 
 # --- Slurm -------------------------------------------------------------------------------------------------------
