@@ -21,7 +21,7 @@ Each call is `<target>(payload: dict, launch_key: str) -> dict` (a FullResult). 
 `kernelbot-launches` Dict before any work: a second spawn of the same key (a dispatcher that died between spawning
 and recording the call spawns again) returns `{"duplicate_of": <first call id>}` at once, and the dispatcher
 follows the first call. The function's timeout is the ceiling; the dispatcher cancels earlier, at the run's own
-budget (runs' stage timeouts plus a launch allowance), and a catalogue `max_job_s` should not exceed
+budget (its stage timeouts plus a launch allowance), and a catalogue `max_job_s` should not exceed
 FUNCTION_TIMEOUT_S.
 
 Isolation. Modal reuses a container for the inputs of many calls, i.e. for the runs of different users. Each run
