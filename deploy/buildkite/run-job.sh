@@ -9,7 +9,19 @@
 # With a runner identity in the agent's environment (KB_NATS_URL and KB_RUNNER_NAME, from the optional
 # /etc/buildkite-agent/runner.env of its unit), a second container that runs no submitted code then reports the
 # result to NATS at once; the artifact stays, and a result arriving both ways is recorded once.
+#
+# The agent hands every job its credentials (BUILDKITE_AGENT_ACCESS_TOKEN lets a job upload artifacts, change its
+# build's metadata and pipeline): none of them is needed here, so all leave this script's environment before
+# anything else runs, and the runner container gets no variable of the agent's at all. In the container the runner
+# is root with CAP_SYS_ADMIN (AppArmor's docker-default profile would forbid the mounts the sandbox makes, hence
+# apparmor=unconfined), which lets the sandbox run user code under a per-run uid that cannot enter /work.
 set -euo pipefail
+
+while IFS= read -r name; do
+  case "$name" in
+    BUILDKITE_*TOKEN*|BUILDKITE_*SECRET*|BUILDKITE_*PASSWORD*|BUILDKITE_*_KEY*|*_ACCESS_TOKEN) unset "$name" ;;
+  esac
+done < <(compgen -e)
 
 # Fixed, not read from the environment: a build's env must not choose what runs with a GPU on a vendor's host.
 IMAGE="kernelbot-runner:latest"
@@ -35,7 +47,7 @@ unset PAYLOAD
 status=0
 # dockerd, not this agent, creates the container: --cgroup-parent puts it in the agent's slice, so the slice's memory
 # and CPU limits bound the run (without it the container would sit under docker's own cgroup, unlimited).
-docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN \
+docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN --security-opt=apparmor=unconfined \
   --cgroup-parent "buildkite-gpu$GPU.slice" --label "kernelbot.gpu-index=$GPU" --volume "$WORK:/work" \
   "$IMAGE" --payload-file /work/payload.txt --result /work/result.json || status=$?
 # The runner wrote as the container's root: hand the directory back to this agent's user to read and remove.

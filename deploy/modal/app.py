@@ -21,13 +21,27 @@ Each call is `<target>(payload: dict, launch_key: str) -> dict` (a FullResult). 
 `kernelbot-launches` Dict before any work: a second spawn of the same key (a dispatcher that died between spawning
 and recording the call spawns again) returns `{"duplicate_of": <first call id>}` at once, and the dispatcher
 follows the first call. The function's timeout is the ceiling; the dispatcher cancels earlier, at the run's own
-budget (harness.md §2), and a catalogue `max_job_s` should not exceed FUNCTION_TIMEOUT_S.
+budget (its stage timeouts plus a launch allowance), and a catalogue `max_job_s` should not exceed
+FUNCTION_TIMEOUT_S.
+
+Isolation. Modal reuses a container for the inputs of many calls, i.e. for the runs of different users. Each run
+therefore gets the runner's own sandbox inside the container (Modal's containers run as root under gVisor, which
+emulates the namespaces the sandbox creates; where it cannot create them the runner confines by limits only and
+result.json's `isolation` says so). Around each run this module adds what a container must guarantee whatever the
+sandbox's level: the runner starts with an allow-listed environment, not the container's (which carries Modal's
+own variables), and once the run has ended every process it left behind is killed and every file it left in the
+container's shared writable directories is removed, before the container takes its next input. Processes that
+escape their parent are re-parented to this process (a child subreaper), so none can hide from that sweep. The
+sweep relies on a container serving one input at a time: never mark these functions `@modal.concurrent`.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -48,6 +62,14 @@ image = (
     .add_local_python_source("runner", "schemas")
 )
 launches = modal.Dict.from_name("kernelbot-launches", create_if_missing=True)
+# Where a run could leave files outside its own directory; swept of whatever a run added.
+SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
+# The runner's environment: what Python, the toolkit and the driver need, nothing of Modal's.
+RUNNER_ENV_NAMES = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "VIRTUAL_ENV",
+                              "LD_LIBRARY_PATH"})
+RUNNER_ENV_PREFIXES = ("CUDA_", "NVIDIA_")
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_PASSES = 50
 
 
 def _claim(launch_key: str) -> str | None:
@@ -59,10 +81,100 @@ def _claim(launch_key: str) -> str | None:
     return None if first == me else first  # a retried input of the same call keeps its claim
 
 
+def runner_environment() -> dict[str, str]:
+    return {name: value for name, value in os.environ.items()
+            if name in RUNNER_ENV_NAMES or name.startswith(RUNNER_ENV_PREFIXES)}
+
+
+def become_subreaper() -> None:
+    """Orphans of this process's descendants become its children instead of init's, so a run's escaped
+    processes (double fork, setsid) stay findable below this process."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def descendants(root: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:
+            continue
+        parent = int(stat[stat.rindex(")") + 2:].split()[1])  # the command may hold spaces and parentheses
+        children.setdefault(parent, []).append(int(entry))
+    found, todo = set(), [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+def kill_leftovers(keep: set[int]) -> None:
+    """SIGKILL every descendant of this process but `keep` (those that were there before the run: the warm
+    runner itself), until none is left: what a run left behind, including what the warm runner forked for it."""
+    for _ in range(SWEEP_PASSES):
+        strays = descendants(os.getpid()) - keep
+        if not strays:
+            return
+        for pid in strays:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in strays:  # those re-parented to this process are its to reap
+            try:
+                os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                pass
+
+
+def shared_entries() -> dict[str, set[str]]:
+    entries = {}
+    for directory in SHARED_WRITABLE_DIRS:
+        try:
+            entries[directory] = set(os.listdir(directory))
+        except OSError:
+            entries[directory] = set()
+    return entries
+
+
+def remove_new_entries(before: dict[str, set[str]]) -> None:
+    for directory, names in shared_entries().items():
+        for name in names - before.get(directory, set()):
+            path = Path(directory) / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+
+
+def sandbox_level() -> str:
+    """What the runner's sandbox can build here, for the container's log (each result also records its own)."""
+    import runner.sandbox as sandbox
+
+    if hasattr(sandbox, "sandbox_level"):
+        level, reason = sandbox.sandbox_level()
+        return f"{level} ({reason})"
+    return "full" if sandbox.isolation_available() else "limits-only"
+
+
 def execute(payload: dict, launch_key: str, warm_socket: str | None = None) -> dict:
     first = _claim(launch_key)
     if first is not None:
         return {"duplicate_of": first}
+    become_subreaper()
+    processes, files = descendants(os.getpid()), shared_entries()
+    try:
+        return run_payload(payload, warm_socket)
+    finally:
+        kill_leftovers(processes)
+        remove_new_entries(files)
+
+
+def run_payload(payload: dict, warm_socket: str | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="kernelbot-") as workdir:
         payload_file = Path(workdir) / "payload.json"
         fd = os.open(payload_file, os.O_WRONLY | os.O_CREAT, 0o600)  # may carry the secret seed
@@ -72,7 +184,8 @@ def execute(payload: dict, launch_key: str, warm_socket: str | None = None) -> d
         # The runner image's entry point: sandboxed harness, stage timeouts, atomic result.json.
         warm = ["--warm", warm_socket] if warm_socket else ["--cold"]
         done = subprocess.run([sys.executable, "-m", "runner.container", *warm, "--payload-file", str(payload_file),
-                               "--result", str(result_file)], capture_output=True, text=True)
+                               "--result", str(result_file)], capture_output=True, text=True,
+                               env=runner_environment())
         if result_file.exists():
             return json.loads(result_file.read_text())
         return RUNNER_FAILED | {"error": f"the runner exited {done.returncode} without a result: "
@@ -86,6 +199,8 @@ class WarmRunner:
     def start_warm_runner(self) -> None:
         from runner.warm_client import start_warm_runner
 
+        become_subreaper()
+        print(f"kernelbot: sandbox level in this container: {sandbox_level()}", flush=True)
         self.directory = tempfile.mkdtemp(prefix="kernelbot-warm-")
         self.socket, self.server = start_warm_runner(Path(self.directory))
 
@@ -98,6 +213,7 @@ class WarmRunner:
     def stop_warm_runner(self) -> None:
         self.server.terminate()
         self.server.wait(60)
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 # Modal needs each class and function at module level; one per GPU type of the catalogue (harness.md §10).

@@ -30,11 +30,14 @@ class ClaimStore:
 
 
 @pytest.fixture
-def modal_app(monkeypatch):
+def modal_app(monkeypatch, tmp_path):
     spec = importlib.util.spec_from_file_location("kernelbot_modal_app", APP)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # defining a Modal app talks to nobody
     monkeypatch.setattr(module, "launches", ClaimStore())
+    # After each run the app removes what appeared in the container's /tmp; this host's /tmp is shared with other
+    # work (tests/security/test_remote_runners.py runs the sweep itself in a private /tmp).
+    monkeypatch.setattr(module, "SHARED_WRITABLE_DIRS", (str(tmp_path),))
     return module
 
 

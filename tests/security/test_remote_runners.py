@@ -1,0 +1,396 @@
+"""Remote runners (GitHub Actions, Modal, Buildkite, Slurm) hold user code to the rules of the local runner.
+
+The shipped workflow and job files are read as their providers read them, and run here where this machine can:
+the Buildkite step and the Slurm job execute for real (Docker is the recording stand-in of tests/support/fakes,
+which runs the real runner), and two runs go through one Modal container's class in one process, in a private
+mount namespace so that its sweep of /tmp touches nothing of this host's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from runner.payload import encode_payload
+from schemas.contracts import RunPayload
+from tests.support.fakes.host import REPO, FakeHost
+
+WORKFLOWS = ("nvidia_workflow.yml", "amd_workflow.yml")
+PASS_LINES = "test-count: 1\\ntest.0.status: pass\\ncheck: pass\\n"
+
+
+def payload_running(code: str, run_id: str, gpu: str = "cpu") -> RunPayload:
+    """A payload whose harness is `code` followed by a passing protocol answer."""
+    harness = code + f"\nimport os\nos.fdopen(int(os.environ['POPCORN_FD']), 'w').write('{PASS_LINES}')\n"
+    return RunPayload(run_id=run_id, gpu=gpu, lang="py", mode="test", main="eval.py", sources={"eval.py": harness},
+                      tests=[{"size": 1}])
+
+
+def stdout_of(result: dict) -> str:
+    return result["runs"]["test"]["run"]["stdout"]
+
+
+PRINT_ENVIRONMENT = """
+import os
+print("ENV", sorted(os.environ.items()))
+for pid in os.listdir("/proc"):  # what any process it can read was started with
+    try:
+        print("PROC", pid, open(f"/proc/{pid}/environ", "rb").read().decode("utf-8", "replace"))
+    except OSError:
+        pass
+"""
+
+
+@pytest.fixture
+def open_dir() -> Iterator[Path]:
+    """A directory every uid may traverse, as a runner's temporary directory or a node's /tmp is: what keeps user
+    code out must then be the scripts' own doing, not the 0700 directory pytest keeps its files in."""
+    path = Path(tempfile.mkdtemp(prefix="kb-remote-"))
+    path.chmod(0o1777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+# --- GitHub Actions ---------------------------------------------------------------------------------------------
+
+
+def workflow(name: str) -> dict:
+    data = yaml.safe_load((REPO / "deploy" / "github" / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as a boolean
+    return data
+
+
+def steps(name: str) -> list[dict]:
+    [job] = workflow(name)["jobs"].values()
+    return job["steps"]
+
+
+def commands(step: dict) -> list[list[str]]:
+    """The shell commands of a `run:` step: continuation lines joined, comments dropped, `a && b` two commands."""
+    found: list[list[str]] = []
+    for line in step.get("run", "").replace("\\\n", " ").splitlines():
+        argv: list[str] = []
+        for word in shlex.split(line, comments=True):
+            if word in ("&&", "||", ";"):
+                found.append(argv)
+                argv = []
+            else:
+                argv.append(word)
+        found.append(argv)
+    return [argv for argv in found if argv]
+
+
+def payload_run(name: str) -> tuple[int, list[str]]:
+    """The index of the step that runs the payload, and its `docker run` command."""
+    found = [(index, argv) for index, step in enumerate(steps(name)) for argv in commands(step)
+             if "--payload-file" in argv]
+    assert len(found) == 1, f"{name}: expected one command running the payload, found {found}"
+    index, argv = found[0]
+    assert argv[:2] == ["docker", "run"], f"{name}: the payload must run in a container of its own: {argv}"
+    return index, argv
+
+
+def option(argv: list[str], name: str) -> list[str]:
+    values = [argv[i + 1] for i, arg in enumerate(argv) if arg == name]
+    return values + [arg.split("=", 1)[1] for arg in argv if arg.startswith(name + "=")]
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_github_user_code_gets_no_host_ipc_and_no_job_container_options(name):
+    [job] = workflow(name)["jobs"].values()
+    # A job-level container would run every step, checkout and upload too, in one container with one set of options.
+    assert "container" not in job, f"{name}: job container {job.get('container')}"
+    text = " ".join(" ".join(argv) for step in steps(name) for argv in commands(step)) + yaml.safe_dump(job)
+    for forbidden in ("--ipc host", "--ipc=host", "--privileged", "--pid host", "--pid=host", "--network host"):
+        assert forbidden not in text, f"{name} uses {forbidden}"
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_github_user_code_runs_without_network_under_the_sandbox_s_uid(name):
+    _, run = payload_run(name)
+    assert option(run, "--network") == ["none"]
+    assert "--rm" in run  # the container, and every process of the submission, is gone when the step ends
+    # The runner must be root in the container (no --user) with CAP_SYS_ADMIN and the mounts AppArmor would refuse,
+    # so that the sandbox can hand user code its per-run uid and namespaces.
+    assert not option(run, "--user") and not option(run, "-u")
+    assert "SYS_ADMIN" in option(run, "--cap-add")
+    assert "apparmor=unconfined" in option(run, "--security-opt")
+    # No python -m runner outside that container: nothing else runs submitted code on the VM.
+    for step in steps(name):
+        for argv in commands(step):
+            if argv[:2] != ["docker", "run"]:
+                assert not any(arg.startswith("runner") for arg in argv), f"{name} runs the runner on the VM"
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_github_payload_is_fetched_before_and_result_uploaded_after_the_run_container(name):
+    index, run = payload_run(name)
+    every = steps(name)
+    taking = next(i for i, step in enumerate(every) if "GITHUB_EVENT_PATH" in step.get("run", ""))
+    assert taking < index
+    assert "curl" in every[taking]["run"]  # a payload passed as a link is fetched here, the container has no network
+    mounts = {inside: host for host, inside in (volume.rsplit(":", 1) for volume in option(run, "--volume"))}
+    # Only the payload's and the result's directories: not the workspace (its .git/config would hold the job's
+    # GITHUB_TOKEN had checkout persisted it), not the Docker socket.
+    assert set(mounts) == {"/in", "/out"} and not option(run, "-v") and not option(run, "--mount")
+    checkout = next(step for step in every if step.get("uses", "").startswith("actions/checkout"))
+    assert checkout["with"].get("persist-credentials") is False
+    result_dir = mounts["/out"]
+    assert run[run.index("--result") + 1].startswith("/out/")
+    private = [argv for argv in commands(every[taking]) if argv[:1] == ["mkdir"]]
+    assert private and all(option(argv, "-m") == ["700"] for argv in private)
+    assert any(result_dir in argv for argv in private), "the result directory is not created private"
+    upload = next(i for i, step in enumerate(every) if step.get("uses", "").startswith("actions/upload-artifact"))
+    assert upload > index
+    assert every[upload]["with"]["path"] == "result.json" and every[upload]["with"]["name"] == "run-result"
+
+
+@pytest.mark.parametrize("name", WORKFLOWS)
+def test_github_workflow_inputs_are_the_ones_the_dispatcher_sends(name):
+    data = workflow(name)
+    inputs = set(data["on"]["workflow_dispatch"]["inputs"])
+    assert inputs == ({"payload", "run_id", "runner"} if name.startswith("amd") else {"payload", "run_id"})
+    assert data["run-name"] == "kernelbot ${{ inputs.run_id }}"
+
+
+def test_github_workflow_run_on_this_machine_keeps_the_result_out_of_user_code_s_reach(tmp_path, open_dir):
+    """The NVIDIA workflow's steps executed in order (checkout and upload aside) with the recording Docker: a
+    submission that finds where the result goes (the runner's command line is public in /proc) and tries to write
+    it, or to leave a file beside it, fails, and the uploaded result.json is the runner's."""
+    host = FakeHost(tmp_path / "host")
+    host.local_image("kernelbot-runner:test", "sha256:runner")
+    hostile = """
+import glob, os
+targets = []
+for cmdline in glob.glob("/proc/*/cmdline"):
+    try:
+        argv = open(cmdline, "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    if b"--result" in argv:
+        targets.append(argv[argv.index(b"--result") + 1].decode())
+print("TARGETS", targets)
+for target in targets:
+    for path in (target, os.path.join(os.path.dirname(target), "forged")):
+        try:
+            with open(path, "w") as out:
+                out.write('{"success": true, "forged": true}')
+            print("WROTE", path)
+        except OSError as exc:
+            print("REFUSED", path, exc.strerror)
+"""
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"inputs": {"payload": encode_payload(payload_running(hostile, "gh-1")),
+                                            "run_id": "gh-1"}}))
+    workspace, runner_temp = open_dir / "workspace", open_dir / "runner-temp"
+    workspace.mkdir()
+    runner_temp.mkdir()
+    env = host.env(GITHUB_EVENT_PATH=str(event), RUNNER_TEMP=str(runner_temp), KB_IMAGE="kernelbot-runner:test",
+                   KB_CONTAINER="kernelbot-1-1")
+    for step in steps("nvidia_workflow.yml"):
+        if "run" not in step:
+            continue
+        done = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=workspace, env=env, capture_output=True,
+                              text=True, timeout=180, check=False)
+        assert done.returncode == 0, (step["name"], done.stderr)
+    result = json.loads((workspace / "result.json").read_text())
+    out = stdout_of(result)
+    assert "TARGETS []" not in out and "REFUSED" in out, out  # it found the result's path and was refused
+    assert "WROTE" not in out, out
+    assert "forged" not in result
+    assert not (runner_temp / "kernelbot").exists()  # payload and private copies gone with the job
+
+
+# --- Buildkite ---------------------------------------------------------------------------------------------------
+
+
+AGENT_TOKEN = "bkaj_" + "f" * 40
+
+
+@pytest.fixture
+def buildkite_agent(tmp_path: Path) -> tuple[FakeHost, Path, Path]:
+    """A GPU agent's build directory with the shipped job script, and a Docker that also records the environment
+    each `docker` command was started with (what a daemon-side option like --env-file could hand on)."""
+    host = FakeHost(tmp_path / "host")
+    host.local_image("kernelbot-runner:latest", "sha256:runner")
+    checkout = tmp_path / "build"
+    (checkout / "deploy" / "buildkite").mkdir(parents=True)
+    shutil.copy2(REPO / "deploy" / "buildkite" / "run-job.sh", checkout / "deploy" / "buildkite" / "run-job.sh")
+    environments = tmp_path / "docker-environments"
+    environments.mkdir()
+    shim = host.bin / "docker"
+    shim.rename(host.bin / "docker-shim")
+    shim.write_text(f'#!/bin/sh\nenv > "{environments}/$$"\nexec "{host.bin / "docker-shim"}" "$@"\n')
+    shim.chmod(0o755)
+    return host, checkout, environments
+
+
+def test_buildkite_agent_token_reaches_neither_docker_nor_user_code(buildkite_agent, open_dir):
+    host, checkout, environments = buildkite_agent
+    payload = encode_payload(payload_running(PRINT_ENVIRONMENT, "bk-1", gpu="nvidia-h100"))
+    env = host.env(CUDA_VISIBLE_DEVICES="1", SUBMISSION_PAYLOAD=payload, BUILDKITE_AGENT_ACCESS_TOKEN=AGENT_TOKEN,
+                   BUILDKITE_BUILD_ID="0190-build", BUILDKITE_JOB_ID="0190-job", TMPDIR=str(open_dir))
+    done = subprocess.run([str(checkout / "deploy/buildkite/run-job.sh")], cwd=checkout, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    result = (checkout / "result.json").read_text()
+    assert "ENV" in stdout_of(json.loads(result))  # the submission ran and printed what it saw
+    assert AGENT_TOKEN not in result
+    seen = [path.read_text() for path in environments.iterdir()]
+    assert seen and not [text for text in seen if AGENT_TOKEN in text], "docker was started holding the token"
+    [run, *_] = [argv for argv in host.argvs("docker") if argv[0] == "run"]
+    assert option(run, "--network") == ["none"] and not option(run, "--ipc") and "--privileged" not in run
+    assert "apparmor=unconfined" in option(run, "--security-opt")  # the sandbox's mounts, so its per-run uid
+    assert list(open_dir.iterdir()) == []  # the job's directory, which held the payload, is gone with the job
+
+
+# --- Slurm -------------------------------------------------------------------------------------------------------
+
+
+SLURM_JWT = "eyJhbGciOiJIUzI1NiJ9.slurm-jwt-of-the-submitting-user"
+
+
+def test_slurm_job_hands_user_code_no_cluster_credential_and_leaves_no_payload(tmp_path, open_dir):
+    """The shipped job script runs as slurmrestd would run it, with an environment a site's prolog could give a
+    job; the runner is the venv's (here: this interpreter with the checkout on its path)."""
+    venv = tmp_path / "shared" / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(f'#!/bin/sh\nPYTHONPATH="{REPO}" exec "{sys.executable}" "$@"\n')
+    python.chmod(0o755)
+    run_dir = tmp_path / "shared" / "runs" / "sl-1"
+    run_dir.mkdir(parents=True)
+    payload_file = run_dir / "payload.txt"
+    payload_file.write_text(encode_payload(payload_running(PRINT_ENVIRONMENT, "sl-1", gpu="A100-cluster")))
+    payload_file.chmod(0o600)
+    node_tmp = open_dir
+    env = {"PATH": os.environ["PATH"], "LANG": "C.UTF-8", "KERNELBOT_VENV": str(venv), "TMPDIR": str(node_tmp),
+           "SLURM_JOB_ID": "42", "SLURM_JWT": SLURM_JWT, "CUDA_VISIBLE_DEVICES": "0"}
+    done = subprocess.run(["bash", str(REPO / "deploy" / "slurm" / "kernelbot-job.sbatch"), str(payload_file),
+                           str(run_dir / "result.json")], cwd=run_dir, env=env, capture_output=True, text=True,
+                          timeout=180, check=False)
+    assert done.returncode == 0, done.stderr
+    result = (run_dir / "result.json").read_text()
+    assert "ENV" in stdout_of(json.loads(result))
+    assert SLURM_JWT not in result
+    assert not payload_file.exists()
+    assert list(node_tmp.iterdir()) == []  # the job's private directory is gone with it
+
+
+# --- Modal -------------------------------------------------------------------------------------------------------
+
+
+LEAVE_TRACES = """
+import os, sys
+MARK = "{mark}"
+print("RUNDIR", os.getcwd())
+for directory in ("/tmp", "/var/tmp", "/dev/shm"):
+    try:
+        with open(os.path.join(directory, MARK), "w") as out:
+            out.write("run 1 was here")
+    except OSError as exc:
+        print("cannot leave a file in", directory, exc)
+child = os.fork()
+if child == 0:  # a daemon: its own session, no inherited descriptors, the mark in its command line and environment
+    os.setsid()
+    if os.fork() == 0:
+        os.closerange(0, 65536)
+        os.execve(sys.executable, [sys.executable, "-c", "import time; time.sleep(600)", MARK],
+                  dict(os.environ, RUN_ONE_SECRET=MARK))
+    os._exit(0)
+os.waitpid(child, 0)
+"""
+
+LOOK_FOR_TRACES = """
+import json, os
+MARK, EARLIER = "{mark}", {earlier!r}
+found = []
+for directory in ("/tmp", "/var/tmp", "/dev/shm"):
+    if os.path.exists(os.path.join(directory, MARK)):
+        found.append("file in " + directory)
+if os.path.exists(EARLIER):
+    found.append("run 1's directory " + EARLIER)
+for pid in os.listdir("/proc"):
+    for part in ("cmdline", "environ"):
+        try:
+            if MARK.encode() in open(f"/proc/{{pid}}/{{part}}", "rb").read():
+                found.append(f"process {{pid}} ({{part}})")
+        except OSError:
+            pass
+print("FOUND", json.dumps(found))
+"""
+
+
+def two_runs_in_one_container() -> None:
+    """Run in a private mount namespace by the test below: two runs through one warm container, then its exit."""
+    import importlib.util
+
+    from modal._partial_function import _find_callables_for_obj, _PartialFunctionFlags
+
+    spec = importlib.util.spec_from_file_location("kernelbot_modal_app", REPO / "deploy" / "modal" / "app.py")
+    app = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(app)
+    claims: dict[str, str] = {}
+    app.launches = type("Claims", (), {"put": lambda self, k, v, skip_if_exists=False: claims.setdefault(k, v) == v,
+                                       "get": lambda self, k: claims.get(k)})()
+    app.modal.current_function_call_id = lambda: "fc-" + str(len(claims))
+    container = app.WarmRunner()
+    hooks = {flag: _find_callables_for_obj(container, flag) for flag in
+             (_PartialFunctionFlags.ENTER_POST_SNAPSHOT, _PartialFunctionFlags.CALLABLE_INTERFACE,
+              _PartialFunctionFlags.EXIT)}
+    for hook in hooks[_PartialFunctionFlags.ENTER_POST_SNAPSHOT].values():
+        hook()
+    mark = "kb-mark-" + uuid.uuid4().hex
+    run = hooks[_PartialFunctionFlags.CALLABLE_INTERFACE]["run"]
+    try:
+        first = run(payload_running(LEAVE_TRACES.format(mark=mark), "md-1").model_dump(mode="json"), "md-1.1")
+        earlier = next(line.split(" ", 1)[1] for line in stdout_of(first).splitlines() if line.startswith("RUNDIR"))
+        second = run(payload_running(LOOK_FOR_TRACES.format(mark=mark, earlier=earlier), "md-2")
+                     .model_dump(mode="json"), "md-2.1")
+    finally:
+        for hook in hooks[_PartialFunctionFlags.EXIT].values():
+            hook()
+    found = next(json.loads(line[6:]) for line in stdout_of(second).splitlines() if line.startswith("FOUND "))
+    left = [entry for entry in os.listdir("/tmp") if entry.startswith("kernelbot-") and entry != "kernelbot-sandbox-uids"]
+    print(json.dumps({"found": found, "left": left, "isolation": [first.get("isolation"), second.get("isolation")],
+                      "alive": [pid for pid in os.listdir("/proc") if pid.isdigit() and _has_mark(pid, mark)]}))
+
+
+def _has_mark(pid: str, mark: str) -> bool:
+    try:
+        return mark.encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+# The container as Modal may give it: root that may create namespaces (the sandbox's full level), or root without
+# CAP_SYS_ADMIN (a container that may not: the sandbox confines by limits only, every run as the same root).
+CONTAINERS = {"namespaces allowed": "", "no CAP_SYS_ADMIN": "setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "}
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setpriv"),
+                    reason="needs root to give the container a private /tmp")
+@pytest.mark.parametrize("container", CONTAINERS)
+def test_modal_two_runs_in_one_warm_container_see_nothing_of_each_other(container):
+    script = ("mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp && mount -t tmpfs tmpfs /dev/shm && exec "
+              f"{CONTAINERS[container]}{shlex.quote(sys.executable)} -c "
+              "'from tests.security.test_remote_runners import two_runs_in_one_container as t; t()'")
+    done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["found"] == [], report
+    assert report["alive"] == [], report
+    assert report["left"] == [], report
