@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from schemas.streams import DEAD_LETTERS, dead_letter_subject
 from services.kit import metrics
 from services.kit.bus import MSG_ID_HEADER, UnknownSubject
+from services.kit.outage import is_outage
 
 log = logging.getLogger("kernelbot.deadletter")
 
@@ -80,16 +81,6 @@ async def dead_letter(raw: Msg, exc: BaseException, *, handler_error: bool = Fal
     js = raw._client.jetstream()
     await js.publish(dead_letter_subject(meta.consumer), raw.data, headers=headers, stream=DEAD_LETTERS.name)
     await raw.term()
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Postgres or NATS away (a restart, a failover): the message is fine and waits for them to come back."""
-    import asyncpg
-    from nats import errors as nats_errors
-
-    return isinstance(exc, (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                            asyncpg.exceptions.OperatorInterventionError, nats_errors.ConnectionClosedError,
-                            nats_errors.TimeoutError, nats_errors.NoServersError))
 
 
 # An ordered consumer holds its batch through an outage this many tries (about 2 minutes) before giving it back.

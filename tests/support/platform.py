@@ -77,12 +77,12 @@ class Platform:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
-                if self.http.get("/health").status_code == 200:
+                if self.http.get("/ready").status_code == 200:  # /health answers even without NATS or Postgres
                     return
             except httpx.TransportError:
                 pass
             time.sleep(0.1)
-        raise RuntimeError(f"gateway did not become healthy; log:\n{self.log('gateway')}")
+        raise RuntimeError(f"gateway did not become ready; log:\n{self.log('gateway')}")
 
     def log(self, name: str) -> str:
         path = self.workdir / f"{name}.log"

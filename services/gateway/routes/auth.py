@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 import uuid
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse
 
 from schemas.auth_events import OAuthUserRegistered
 from services.core import settle
-from services.gateway import auth_repository, oauth, registration
+from services.gateway import auth_repository, oauth, ratelimit, registration
 from services.gateway.deps import Broker, Pool, Settings
 from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
 from services.gateway.settings import GatewaySettings, OAuthProvider
@@ -31,7 +31,7 @@ def _redirect_uri(settings: GatewaySettings, request: Request, provider: str) ->
     return f"{base}/auth/cli/{provider}"
 
 
-@router.get("/auth/init")
+@router.get("/auth/init", dependencies=[Depends(ratelimit.limit_auth_init)])
 async def auth_init(pool: Pool, settings: Settings, provider: str | None = None) -> dict:
     if provider not in registration.PROVIDERS:
         raise HTTPException(400, INVALID_PROVIDER)
