@@ -17,6 +17,7 @@ from problems import PROBLEMS_ROOT
 from schemas.streams import DEAD_LETTERS
 from services.kit.bus import declare_streams, make_broker
 from services.kit.deadletter import DeadLetterMiddleware, current_message
+from services.kit.embedded import free_port
 from services.kit.runtime import durable_consumer
 from tests.support.events import archived
 from tests.support.platform import Platform
@@ -109,17 +110,20 @@ def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
 
 
 def test_postgres_down_answers_503_and_liveness_holds(postgres_server, nats_url, database_url, tmp_path):
-    platform = Platform(nats_url, database_url, tmp_path)
+    port = free_port()
+    ledger_status = f"http://127.0.0.1:{port}"  # a consumer service's probes, on its metrics port
+    platform = Platform(nats_url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
         cli = platform.register("7301", "otto")
+        platform.wait_for(lambda: httpx.get(f"{ledger_status}/ready").status_code == 200, "the ledger ready", 10)
         postgres_server.stop()
         try:
-            health = platform.http.get("/health")
-            assert (health.status_code, health.json()) == (200, {"status": "ok"})  # the process is alive
-            ready = platform.http.get("/ready")
-            assert ready.status_code == 503
+            for base in (platform.url, ledger_status):  # each process is alive: liveness must not restart it
+                health = httpx.get(f"{base}/health")
+                assert (health.status_code, health.json()) == (200, {"status": "ok"}), base
+                assert httpx.get(f"{base}/ready", timeout=10).status_code == 503, base
             read = platform.http.get("/user/submissions", headers={"X-Popcorn-Cli-Id": cli})
             assert read.status_code == 503, read.text
             assert read.json() == {"detail": "Backend unavailable"} and _retry_after(read) > 0
