@@ -84,8 +84,10 @@ def _serve(name: str) -> None:
 
         from services.gateway.app import create_app
 
+        # proxy_headers off: uvicorn would believe X-Forwarded-For from 127.0.0.1 and let any local caller pick the
+        # address the rate limits count; KB_TRUSTED_PROXIES decides that (services/gateway/ratelimit.py)
         uvicorn.run(create_app(settings), host=settings.host, port=settings.port, log_level="warning",
-                    access_log=False)
+                    access_log=False, proxy_headers=False)
         return
     if name == "discord":
         from services.discord.app import serve as serve_discord

@@ -37,7 +37,9 @@ def test_one_address_cannot_fill_the_pending_registrations(nats_url, database_ur
     gateway = Platform(nats_url, database_url, tmp_path, extra_env={"KB_AUTH_INIT_RATE": "5/minute"})
     gateway.start("gateway")
     try:
-        answers = [gateway.http.get("/auth/init", params={"provider": "github"}) for _ in range(8)]
+        # a made-up X-Forwarded-For changes nothing: no proxy is trusted
+        answers = [gateway.http.get("/auth/init", params={"provider": "github"},
+                                    headers={"X-Forwarded-For": f"198.51.100.{i}"}) for i in range(8)]
         assert [a.status_code for a in answers] == [200] * 5 + [429] * 3
         refused = answers[-1]
         assert refused.json()["detail"].startswith("Too many requests")
@@ -109,10 +111,10 @@ def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
 # ---------------------------------------------------------------------------------------------------- outages
 
 
-def test_postgres_down_answers_503_and_liveness_holds(postgres_server, nats_url, database_url, tmp_path):
+def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, database_url, tmp_path):
     port = free_port()
     ledger_status = f"http://127.0.0.1:{port}"  # a consumer service's probes, on its metrics port
-    platform = Platform(nats_url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
+    platform = Platform(nats_server.url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
@@ -133,6 +135,15 @@ def test_postgres_down_answers_503_and_liveness_holds(postgres_server, nats_url,
         finally:
             postgres_server.start()
         platform.wait_for(lambda: platform.http.get("/ready").status_code == 200, "ready again", 30)
+
+        nats_server.stop()
+        try:
+            assert platform.http.get("/health").status_code == 200
+            submit = platform.submit(cli, "identity_py", "cpu", "test", CODE)
+            assert (submit.status_code, submit.json()) == (503, {"detail": "Backend unavailable"})
+            assert _retry_after(submit) > 0
+        finally:
+            nats_server.start()
     finally:
         platform.stop()
 
