@@ -23,12 +23,14 @@ from limits.storage import storage_from_string
 from starlette.types import Receive, Scope, Send
 
 from services.gateway.settings import GatewaySettings
+from services.kit import metrics
 
 log = logging.getLogger("kernelbot.gateway.ratelimit")
 STREAM_RETRY_AFTER_S = 30
 
 
-def _refuse(detail: str, retry_after_s: int) -> HTTPException:
+def _refuse(limit: str, detail: str, retry_after_s: int) -> HTTPException:
+    metrics.RATE_LIMITED.labels(limit).inc()
     return HTTPException(429, detail, {"Retry-After": str(max(1, retry_after_s))})
 
 
@@ -51,7 +53,7 @@ class Rate:
                 return
             if stats is not None:
                 wait = math.ceil(stats.reset_time - time.time())
-                raise _refuse(f"Too many requests: at most {item} {what}; try again later", wait)
+                raise _refuse(self._scope, f"Too many requests: at most {item} {what}; try again later", wait)
 
 
 class Streams:
@@ -65,17 +67,21 @@ class Streams:
     def take(self, user_id: str) -> Callable[[], None]:
         """Reserve a stream for `user_id` (raises the 429 when full); returns what gives it back, once."""
         if self._open[user_id] >= self.per_user:
-            raise _refuse(f"Too many open streams: at most {self.per_user} per user; wait for one to finish, or "
-                          "follow a submission with popcorn-cli submissions show", STREAM_RETRY_AFTER_S)
+            raise _refuse("streams-per-user", f"Too many open streams: at most {self.per_user} per user; wait for "
+                          "one to finish, or follow a submission with popcorn-cli submissions show",
+                          STREAM_RETRY_AFTER_S)
         if self._open.total() >= self.total:
-            raise _refuse("Too many open streams on this server; try again later", STREAM_RETRY_AFTER_S)
+            raise _refuse("streams-total", "Too many open streams on this server; try again later",
+                          STREAM_RETRY_AFTER_S)
         self._open[user_id] += 1
+        metrics.OPEN_STREAMS.inc()
         released = False
 
         def release() -> None:
             nonlocal released
             if not released:
                 released = True
+                metrics.OPEN_STREAMS.dec()
                 self._open[user_id] -= 1
                 if self._open[user_id] <= 0:
                     del self._open[user_id]

@@ -1,10 +1,12 @@
-"""Which address the gateway's rate limits count a request against (services/gateway/ratelimit.py)."""
+"""The gateway's limits (services/gateway/ratelimit.py): which address a request counts against, stream slots."""
 
 from __future__ import annotations
 
+import pytest
+from fastapi import HTTPException
 from starlette.requests import Request
 
-from services.gateway.ratelimit import Limits
+from services.gateway.ratelimit import Limits, Streams
 from services.gateway.settings import GatewaySettings
 
 
@@ -27,3 +29,20 @@ def test_behind_a_trusted_proxy_the_last_untrusted_hop_is_the_client():
     assert limits.client_address(request("10.1.2.3", "garbage")) == "garbage"  # counted on its own, never trusted
     # a peer that is no trusted proxy cannot name another client
     assert limits.client_address(request("203.0.113.9", "1.1.1.1")) == "203.0.113.9"
+
+
+def test_a_stream_slot_is_given_back_once_however_often_its_release_runs():
+    streams = Streams(per_user=2, total=3)
+    first, _ = streams.take("a"), streams.take("a")
+    with pytest.raises(HTTPException) as refused:
+        streams.take("a")
+    assert refused.value.status_code == 429 and refused.value.headers["Retry-After"].isdigit()
+    streams.take("b")
+    with pytest.raises(HTTPException):
+        streams.take("c")  # the total is reached
+    first()
+    first()  # a second release (response ended, then the generator's cleanup) frees nothing more
+    assert streams.open() == 2
+    streams.take("c")
+    with pytest.raises(HTTPException):
+        streams.take("d")
