@@ -18,6 +18,7 @@ from services.gateway.hot_polls import HotPolls
 from services.gateway.hot_reads import HotRankings
 from services.gateway.long_poll import PollMemory
 from services.gateway.middleware import CollapseLeadingSlashes, LimitRequestBody
+from services.gateway.ratelimit import Limits
 from services.gateway.routes import (
     admin,
     admin_problems,
@@ -80,6 +81,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
                   description="popcorn-cli compatible API of KernelBot (docs/http-api.md).")
     app.state.settings = settings
     app.state.broker = broker
+    app.state.limits = Limits(settings)
     errors.install(app)
     # Fixed routes first: the streaming submit's three free segments come last (http-api.md §1.5).
     app.include_router(admin_problems.router)  # fixed /admin paths, before the streaming catch-all

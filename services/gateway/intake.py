@@ -9,6 +9,7 @@ rate-limit slot, a ban that just landed) still gets its plain HTTP error instead
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -18,10 +19,12 @@ from schemas.events import SubmissionReceived
 from services.core import read_model as repository
 from services.core.admission import policy
 from services.core.admission.facts import admission_facts
+from services.gateway import ratelimit
 from services.gateway.deps import User
 from services.kit.bus import publish
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
+log = logging.getLogger("kernelbot.gateway")
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,7 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
             if earlier["status"] == "rejected":
                 await raise_refusal(state.pool, submission_id)
             return Accepted(submission_id, earlier["leaderboard_name"], gpu, earlier["mode"])
+    await ratelimit.limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
     admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies)
     # A retry whose first attempt was published but not yet projected publishes the same SubmissionReceived id
     # again, and the stream's duplicate window keeps one.
@@ -78,22 +82,40 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
 
 
 async def record_and_await_decision(state, received: SubmissionReceived) -> None:
-    """Publish, then wait (notified by the ledger) until the dispatcher's decision shows; raise its refusal."""
-    pool, waiter, submission_id = state.pool, state.waiter, received.submission_id
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + state.settings.projection_wait_s
+    """Publish, then wait (notified by the ledger) until the dispatcher's decision shows; raise its refusal.
+
+    Once the stream acknowledged the event the submission exists: from then on only the dispatcher's refusal is an
+    error. Anything else (Postgres away while waiting, a failed read) answers with the submission, which the client
+    polls, because a 5xx would make popcorn-cli submit a second time.
+    """
+    waiter, submission_id = state.waiter, received.submission_id
     projected = waiter.expect(submission_id)
     try:
         await publish(state.broker, received)
     except BaseException:
         await waiter.wait(submission_id, projected, 0)
         raise
-    pending = projected
+    try:
+        await _await_decision(state, submission_id, projected)
+    except policy.Refused:
+        raise
+    except Exception:  # noqa: BLE001 - recorded: the poll tells the rest
+        log.warning("submission %s recorded; its decision could not be read", submission_id, exc_info=True)
+
+
+async def _await_decision(state, submission_id: int, pending: asyncio.Future) -> None:
+    pool, waiter = state.pool, state.waiter
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + state.settings.projection_wait_s
     while True:
         if await waiter.wait(submission_id, pending, max(0.0, deadline - loop.time())) is False:
             return  # the pipeline is slow: answer now, the decision will show on the poll
         pending = waiter.expect(submission_id)  # before reading, so a notification after the read is not lost
-        row = await repository.decision(pool, submission_id)
+        try:
+            row = await repository.decision(pool, submission_id)
+        except BaseException:
+            await waiter.wait(submission_id, pending, 0)
+            raise
         if row is not None and (row["status"] == "rejected" or row["planned"] or row["done"]):
             await waiter.wait(submission_id, pending, 0)
             break

@@ -44,5 +44,15 @@ class GatewaySettings(HfExportSettings):
     trusted_proxies: str = ""
     # Signs web session cookies; unset, a random key per process (sessions end with it, replicas disagree).
     session_secret: SecretStr | None = None
+    # HTTP rate limits, in the `limits` library's notation ("10/minute", several joined by ";"); a refusal is a 429
+    # with Retry-After. /auth/init per client address; submissions per user, across every submit route.
+    auth_init_rate: str = "10/minute"
+    submit_rate: str = "30/minute"
+    # Open SSE streams (the streaming submit) of one user, and of everyone, on one gateway process.
+    streams_per_user: int = 4
+    streams_total: int = 500
+    # Where rate-limit counters live: memory:// counts per process; redis://host:6379 or memcached://host:11211
+    # (their client package installed) shares them between replicas.
+    rate_limit_storage_url: str = "memory://"
     # Hours between scheduled exports of every public leaderboard to the private data set (0: none).
     hf_export_every_h: float = 0.0

@@ -98,9 +98,16 @@ def encode(event: Event) -> bytes:
     return event.model_dump_json().encode()
 
 
+class UnknownSubject(ValueError):
+    """A message on a subject no event type is published on: malformed, like a body that does not validate."""
+
+
 def decode(subject: str, data: bytes) -> Event:
-    """Parse an event by its subject; raises KeyError for an unknown subject, ValidationError for bad data."""
-    return BY_SUBJECT[subject].model_validate_json(data)
+    """Parse an event by its subject; raises UnknownSubject for an unknown subject, ValidationError for bad data."""
+    kind = BY_SUBJECT.get(subject)
+    if kind is None:
+        raise UnknownSubject(f"no event type is published on {subject!r}")
+    return kind.model_validate_json(data)
 
 
 PUBLISH_ACK_TIMEOUT_S = 5.0

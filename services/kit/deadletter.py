@@ -1,4 +1,12 @@
-"""Failure policy for every consumer: retry transient errors with a delay, move poison to the dead-letter stream."""
+"""Failure policy for every consumer: retry transient errors with a delay, move poison to the dead-letter stream.
+
+Poison is only what can never be applied: a body that does not decode or validate, a subject no event has, an
+`Inadmissible` message. A handler that raises anything else (KeyError, AttributeError: a bug, or a row not there
+yet) is retried with a growing delay and raises an alert on every attempt (`kb_handler_errors` and an ERROR line
+naming the event id). Past MAX_DELIVERIES it is dead-lettered too, with a reason starting `handler error:`, so that
+an operator replays it once the bug is fixed (`kernelbot deadletters replay`): left unacknowledged it would block
+an ordered consumer, and JetStream would drop it after its own limit with only an advisory.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +21,8 @@ from pydantic import ValidationError
 
 from schemas.streams import DEAD_LETTERS, dead_letter_subject
 from services.kit import metrics
-from services.kit.bus import MSG_ID_HEADER
+from services.kit.bus import MSG_ID_HEADER, UnknownSubject
+from services.kit.outage import is_outage
 
 log = logging.getLogger("kernelbot.deadletter")
 
@@ -35,13 +44,30 @@ class Inadmissible(ValueError):
 
 
 def is_poison(exc: BaseException) -> bool:
-    return isinstance(exc, (ValidationError, json.JSONDecodeError, UnicodeDecodeError, KeyError, Inadmissible))
+    return isinstance(exc, (ValidationError, json.JSONDecodeError, UnicodeDecodeError, UnknownSubject, Inadmissible))
 
 
-async def dead_letter(raw: Msg, exc: BaseException) -> None:
+HANDLER_ERROR = "handler error"
+
+
+def event_id(raw: Msg) -> str:
+    """The event's id (its de-duplication header), the name operators search the logs and the archive by."""
+    return (getattr(raw, "headers", None) or {}).get(MSG_ID_HEADER, "?")
+
+
+def report_handler_error(raw: Msg, exc: BaseException) -> None:
+    """A handler failed on a well-formed event: an alert each time, whatever happens to the message next."""
+    meta = raw.metadata
+    metrics.handler_error(meta.consumer, raw.subject, exc)
+    log.error("handler error on event %s (%s seq %s, delivery %s of %s): %r", event_id(raw), meta.consumer,
+              meta.sequence.stream, meta.num_delivered, MAX_DELIVERIES, exc, exc_info=exc)
+
+
+async def dead_letter(raw: Msg, exc: BaseException, *, handler_error: bool = False) -> None:
     """Copy a message to the dead-letter stream with the reason it failed, then stop its redelivery."""
     meta = raw.metadata
-    reason = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:1000]
+    cause = f"{HANDLER_ERROR}: " if handler_error else ""
+    reason = f"{cause}{type(exc).__name__}: {exc}".replace("\n", " ")[:1000]
     log.error("dead-lettering %s seq %s: %s", meta.consumer, meta.sequence.stream, reason)
     headers = {
         MSG_ID_HEADER: f"dlq:{meta.consumer}:{meta.sequence.stream}",
@@ -55,16 +81,6 @@ async def dead_letter(raw: Msg, exc: BaseException) -> None:
     js = raw._client.jetstream()
     await js.publish(dead_letter_subject(meta.consumer), raw.data, headers=headers, stream=DEAD_LETTERS.name)
     await raw.term()
-
-
-def is_outage(exc: BaseException) -> bool:
-    """Postgres or NATS away (a restart, a failover): the message is fine and waits for them to come back."""
-    import asyncpg
-    from nats import errors as nats_errors
-
-    return isinstance(exc, (OSError, TimeoutError, asyncpg.PostgresConnectionError, asyncpg.InterfaceError,
-                            asyncpg.exceptions.OperatorInterventionError, nats_errors.ConnectionClosedError,
-                            nats_errors.TimeoutError, nats_errors.NoServersError))
 
 
 # An ordered consumer holds its batch through an outage this many tries (about 2 minutes) before giving it back.
@@ -82,11 +98,14 @@ async def retry_or_dead_letter(raw: Msg, exc: BaseException) -> None:
         # never judged poison for an outage; past JetStream's own limit it still lands in the dead-letter stream
         log.warning("waiting out an outage for %s seq %s: %r", meta.consumer, meta.sequence.stream, exc)
         await raw.nak(delay=outage_delay_s(meta.num_delivered))
-    elif is_poison(exc) or meta.num_delivered >= MAX_DELIVERIES:
+    elif is_poison(exc):
         await dead_letter(raw, exc)
     else:
-        log.warning("retrying %s seq %s: %r", meta.consumer, meta.sequence.stream, exc)
-        await raw.nak(delay=retry_delay_s(meta.num_delivered))
+        report_handler_error(raw, exc)
+        if meta.num_delivered >= MAX_DELIVERIES:
+            await dead_letter(raw, exc, handler_error=True)
+        else:
+            await raw.nak(delay=retry_delay_s(meta.num_delivered))
 
 
 def retry_delay_of(raw: Msg, exc: BaseException) -> float:

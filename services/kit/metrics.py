@@ -34,6 +34,10 @@ CONSUMER_REDELIVERED = Gauge("kb_consumer_redelivered", "Messages a consumer is 
 QUEUE_DEPTH = Gauge("kb_queue_depth", "Runs in the durable run queue per GPU, by status", ["gpu", "status"])
 STANDINGS_CACHE = Counter("kb_standings_cache", "Ranking answers of the gateway's standings cache, by outcome",
                           ["outcome"])
+RATE_LIMITED = Counter("kb_rate_limited", "Requests the gateway refused with 429 by its own limits", ["limit"])
+OPEN_STREAMS = Gauge("kb_open_streams", "SSE streams open on this gateway process")
+HANDLER_ERRORS = Counter("kb_handler_errors", "Handler failures on well-formed events (bugs, not outages): alert on it",
+                         ["consumer", "subject", "error"])
 HTTP_SECONDS = Histogram("kb_http_request_seconds", "HTTP request latency by route", ["method", "route", "status"])
 
 _CORRELATION = re.compile(rb'"correlation_id":"([^"]{0,64})"')
@@ -70,6 +74,10 @@ def handling(msg) -> Iterator[None]:
             EVENTS_HANDLED.labels(consumer, raw.subject, outcome).inc()
         if token is not None:
             correlation.reset(token)
+
+
+def handler_error(consumer: str, subject: str, exc: BaseException) -> None:
+    HANDLER_ERRORS.labels(consumer, subject, type(exc).__name__).inc()
 
 
 def emitted(events: Iterable) -> None:

@@ -1,4 +1,5 @@
-"""GET /health answers 503 while the gateway cannot reach NATS or Postgres (http-api.md §3.1)."""
+"""GET /health answers while the gateway runs; GET /ready answers 503 while it cannot reach NATS or Postgres
+(http-api.md §3.1)."""
 
 from __future__ import annotations
 
@@ -8,27 +9,30 @@ from services.kit.embedded import create_database, drop_database
 from tests.support.platform import Platform
 
 UNAVAILABLE = (503, {"detail": "Backend unavailable"})
+OK = (200, {"status": "ok"})
 
 
-def health(platform: Platform) -> tuple[int, dict]:
-    response = platform.http.get("/health")
+def probe(platform: Platform, path: str) -> tuple[int, dict]:
+    response = platform.http.get(path)
     return response.status_code, response.json()
 
 
-def test_health_follows_nats_and_postgres(nats_server, postgres_server_url, tmp_path):
+def test_readiness_follows_nats_and_postgres_and_liveness_does_not(nats_server, postgres_server_url, tmp_path):
     name = f"kb_health_{uuid.uuid4().hex[:12]}"
     gateway = Platform(nats_server.url, create_database(postgres_server_url, name), tmp_path)
     gateway.start("gateway")
     try:
-        assert health(gateway) == (200, {"status": "ok"})
+        assert probe(gateway, "/ready") == (200, {"status": "ready"}) and probe(gateway, "/health") == OK
 
         nats_server.stop()
-        gateway.wait_for(lambda: health(gateway) == UNAVAILABLE, "503 without NATS", timeout=10)
+        gateway.wait_for(lambda: probe(gateway, "/ready") == UNAVAILABLE, "503 without NATS", timeout=10)
+        assert probe(gateway, "/health") == OK
         nats_server.start()
-        gateway.wait_for(lambda: health(gateway)[0] == 200, "200 with NATS back", timeout=15)
+        gateway.wait_for(lambda: probe(gateway, "/ready")[0] == 200, "200 with NATS back", timeout=15)
 
         drop_database(postgres_server_url, name)  # ends the gateway's sessions; reconnecting finds no database
-        gateway.wait_for(lambda: health(gateway) == UNAVAILABLE, "503 without Postgres", timeout=10)
+        gateway.wait_for(lambda: probe(gateway, "/ready") == UNAVAILABLE, "503 without Postgres", timeout=10)
+        assert probe(gateway, "/health") == OK
     finally:
         gateway.stop()
         drop_database(postgres_server_url, name)

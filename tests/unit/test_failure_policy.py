@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from schemas.events import RunFailed
 from services.kit import deadletter
+from services.kit.bus import UnknownSubject
 
 
 @dataclass
@@ -75,7 +76,10 @@ async def test_an_error_that_keeps_coming_back_is_dead_lettered_after_the_bound(
     msg = FakeMsg(delivered=deadletter.MAX_DELIVERIES)
     await deadletter.retry_or_dead_letter(msg, RuntimeError("deadlock detected"))
     assert msg.outcome == [("term", None)]
-    assert msg._client.published[0][2]["Kb-Deliveries"] == str(deadletter.MAX_DELIVERIES)
+    headers = msg._client.published[0][2]
+    assert headers["Kb-Deliveries"] == str(deadletter.MAX_DELIVERIES)
+    # an operator tells a handler bug (replay it once fixed) from a malformed event
+    assert headers["Kb-Reason"] == "handler error: RuntimeError: deadlock detected"
 
 
 async def test_an_outage_is_waited_out_longer_and_never_judged_poison_by_the_consumer():
@@ -92,4 +96,7 @@ def test_poison_is_decided_by_the_kind_of_error():
     assert deadletter.is_poison(_validation_error())
     assert deadletter.is_poison(json.JSONDecodeError("x", "", 0))
     assert not deadletter.is_poison(ConnectionError())
+    assert deadletter.is_poison(UnknownSubject("evt.nothing"))
+    # a bug in a handler is not the event's fault
+    assert not deadletter.is_poison(KeyError("user_id")) and not deadletter.is_poison(AttributeError("x"))
     assert deadletter.retry_delay_s(100) == 30.0

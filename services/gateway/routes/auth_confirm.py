@@ -40,7 +40,8 @@ def client_address(request: Request) -> str:
         state.forwarded_for_warned = True
         log.warning("X-Forwarded-For ignored: no KB_TRUSTED_PROXIES set. Behind a reverse proxy, list it there, "
                     "or registrations cannot tell clients apart (docs/security.md)")
-    return client_network(request.client.host if request.client else "")
+    # One answer to "who is this client" for the registration check and the rate limits (services/gateway/ratelimit.py).
+    return client_network(state.limits.client_address(request))
 
 
 def client_network(host: str) -> str:

@@ -12,7 +12,7 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from services.core import read_model as repository
 from services.core import results
-from services.gateway import intake, sse
+from services.gateway import intake, ratelimit, sse
 from services.gateway.deps import CliUser
 
 RESERVED = ("admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "leaderboards",
@@ -45,7 +45,13 @@ STREAM_DOC = {
 @router.post("/{leaderboard:leaderboard}/{gpu}/{mode}", response_class=StreamingResponse, responses=STREAM_DOC)
 async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                         user: CliUser) -> StreamingResponse:
-    accepted = await intake.accept(request, user, leaderboard, gpu, mode, file)
+    # reserved before the submission is recorded: a refused stream leaves no submission behind
+    release = ratelimit.limits_of(request).streams.take(user.user_id)
+    try:
+        accepted = await intake.accept(request, user, leaderboard, gpu, mode, file)
+    except BaseException:
+        release()
+        raise
     pool, submission_id = request.app.state.pool, accepted.submission_id
 
     async def read_state() -> sse.JobState | None:
@@ -61,4 +67,4 @@ async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile,
         return results.outcomes(requests, stages, [accepted.gpu])
 
     frames = sse.follow(submission_id, accepted.gpu, read_state, read_outcomes)
-    return StreamingResponse(frames, media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)
+    return ratelimit.ReleasingStream(frames, release, media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)

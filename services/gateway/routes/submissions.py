@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 from fastapi import APIRouter, Request, UploadFile
 from fastapi.responses import JSONResponse
 
@@ -11,11 +13,20 @@ from services.gateway import intake
 from services.gateway.deps import CurrentUser, Pool
 
 router = APIRouter()
+log = logging.getLogger("kernelbot.gateway")
 
 
 async def accepted_response(pool, accepted: intake.Accepted) -> JSONResponse:
-    """The 202 of both background submit routes, with the submission's place in its GPU's queue."""
-    queue = views.runner_queue(accepted.gpu, await repository.queue(pool, accepted.gpu, accepted.submission_id))
+    """The 202 of both background submit routes, with the submission's place in its GPU's queue.
+
+    The submission is recorded by now: a queue that cannot be read (Postgres away) must not turn the 202 into an
+    error that makes the client submit again.
+    """
+    try:
+        queue = views.runner_queue(accepted.gpu, await repository.queue(pool, accepted.gpu, accepted.submission_id))
+    except Exception:  # noqa: BLE001
+        log.warning("queue of submission %s unreadable", accepted.submission_id, exc_info=True)
+        queue = dict(views.runner_queue(accepted.gpu, None), error="the queue could not be read just now")
     body = {"status": "accepted", "details": {"id": accepted.submission_id, "job_status_id": accepted.submission_id},
             "runner_queue": queue}
     return JSONResponse(body, status_code=202)
