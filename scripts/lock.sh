@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rewrites the lock files the images install from (deploy/requirements/*.txt), with hashes, from PyPI alone: the
 # service image's from pyproject.toml's base dependencies (no torch), the runner image's from runner.in (its torch
-# comes from the CUDA or ROCm index the image names). Run after changing a dependency; tests/test_dependencies.py
+# comes from the CUDA or ROCm index the image names). Run after changing a dependency; tests/unit/test_dependencies.py
 # checks that the locks still satisfy pyproject.toml. Existing pins are kept; `scripts/lock.sh --upgrade` takes the
 # newest releases.
 set -euo pipefail
