@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 
 from schemas.auth_events import OAuthUserRegistered
 from services.core import settle
+from services.core.credentials import cli_id_hash
 from services.gateway import auth_repository, oauth, registration
 from services.gateway.deps import Broker, Pool, Settings
 from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
@@ -70,7 +71,8 @@ async def _register(request: Request, pool, broker, settings: GatewaySettings, p
     row = await auth_repository.user(pool, account.account_id)
     registration.check(provider, parsed.is_reset, registration.Existing(row["provider"]) if row else None)
     # The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it.
-    registered = OAuthUserRegistered(user_id=account.account_id, user_name=account.name, cli_id=parsed.cli_id,
+    registered = OAuthUserRegistered(user_id=account.account_id, user_name=account.name,
+                                     cli_id_sha256=cli_id_hash(parsed.cli_id),
                                      provider=provider, is_reset=parsed.is_reset)
     if not await settle.publish_and_settle(broker, registered, request.app.state.position,
                                            settings.projection_wait_s):
