@@ -14,7 +14,7 @@ from schemas.credentials import cli_id_hash
 from services.kit.db import MIGRATIONS_DIR, _yoyo_url, apply_migrations
 from services.operate import stream as log
 from tests.operate.conftest import run_cli
-from tests.support.events import publish_raw, query
+from tests.support.events import delete_all_streams, publish_raw, query
 from tests.support.platform import Platform
 
 ADA, BOB = "ada-clear-id-0123456789", "bob-clear-id-9876543210"
@@ -143,3 +143,19 @@ def test_old_format_events_project_and_replay_into_digests_only(nats_url, databa
         assert users(database_url) == EXPECTED
     finally:
         platform.stop()
+
+    # the stream itself is rewritten by export, empty, import: same sequences, digests only
+    exported = tmp_path / "events.jsonl"
+    run_cli(platform, "events", "export", "--hash-cli-ids", str(exported))
+    assert ADA not in exported.read_text() and BOB not in exported.read_text()
+    asyncio.run(delete_all_streams(nats_url))
+    run_cli(platform, "events", "import", str(exported))
+    stored = asyncio.run(stored_messages(nats_url))
+    assert [seq for seq, _ in stored] == [1, 2] and not any(ADA in text or BOB in text for _, text in stored)
+    run_cli(platform, "events", "replay", "ledger", "--source", "stream")
+    assert users(database_url) == EXPECTED
+
+
+async def stored_messages(nats_url: str) -> list[tuple[int, str]]:
+    async with log.connected(nats_url) as client:
+        return [(m.seq, f"{m.headers} {m.data.decode()}") async for m in log.read_stream(client)]
