@@ -73,15 +73,15 @@ class LeaderboardDeleted(Event):
 class CliUserRegistered(Event):
     """A user was provisioned (admin route, `kernelbot up`) or given a new CLI id (`kernelbot users rotate-cli-id`).
 
-    The CLI id travels only as `cli_id_sha256` (schemas/credentials.py); events recorded before that carry `cli_id`
-    in clear and are read as if they had carried its digest.
+    The CLI id travels only as `cli_id_sha256`, a web id as `web_auth_id_sha256` (schemas/credentials.py); events
+    recorded before that carry `cli_id` and `web_auth_id` in clear and are read as if they had carried the digests.
     """
 
     subject = "evt.user.registered"
     user_id: str
     user_name: str
     cli_id_sha256: str
-    web_auth_id: str | None = None
+    web_auth_id_sha256: str | None = None  # the digest of the user's web id (X-Web-Auth-Id), when one is set
 
     @model_validator(mode="before")
     @classmethod

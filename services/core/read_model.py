@@ -10,7 +10,7 @@ from services.core.credentials import cli_id_hash
 from services.ranking.rules import ranks_ahead
 
 USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id_sha256 = $1"
-USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id = $1"
+USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id_sha256 = $1"
 CLI_OWNER = "SELECT user_id FROM users WHERE cli_id_sha256 = $1"
 WAS_DELETED = "SELECT deleted FROM submissions WHERE id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
@@ -180,7 +180,7 @@ async def user_by_cli(pool: asyncpg.Pool, cli_id: str):
 
 
 async def user_by_web(pool: asyncpg.Pool, web_id: str):
-    return await pool.fetchrow(USER_BY_WEB, web_id)
+    return await pool.fetchrow(USER_BY_WEB, cli_id_hash(web_id))  # web ids are stored hashed like CLI ids
 
 
 async def cli_owner(pool: asyncpg.Pool, cli_id: str) -> str | None:

@@ -18,9 +18,10 @@ from tests.support.events import delete_all_streams, publish_raw, query
 from tests.support.platform import Platform
 
 ADA, BOB = "ada-clear-id-0123456789", "bob-clear-id-9876543210"
+WEB = "ada-web-id-5555555555"
 OLD_EVENTS = [
     ("CliUserRegistered", "evt.user.registered",
-     {"user_id": "u1", "user_name": "ada", "cli_id": ADA, "web_auth_id": "w1"}, f"CliUserRegistered:u1:{ADA}"),
+     {"user_id": "u1", "user_name": "ada", "cli_id": ADA, "web_auth_id": WEB}, f"CliUserRegistered:u1:{ADA}"),
     ("OAuthUserRegistered", "evt.user.oauth_registered",
      {"user_id": "42", "user_name": "bob", "cli_id": BOB, "provider": "github", "is_reset": False},
      f"OAuthUserRegistered:github:42:{BOB}"),
@@ -48,10 +49,10 @@ def everything(database_url: str) -> str:
 
 def users(database_url: str) -> list[tuple]:
     return [tuple(r.values()) for r in query(
-        database_url, "SELECT user_id, user_name, cli_id_sha256, web_auth_id, provider FROM users ORDER BY user_id")]
+        database_url, "SELECT user_id, user_name, cli_id_sha256, web_auth_id_sha256, provider FROM users ORDER BY user_id")]
 
 
-EXPECTED = [("42", "bob", cli_id_hash(BOB), None, "github"), ("u1", "ada", cli_id_hash(ADA), "w1", None)]
+EXPECTED = [("42", "bob", cli_id_hash(BOB), None, "github"), ("u1", "ada", cli_id_hash(ADA), cli_id_hash(WEB), None)]
 
 
 def test_the_migration_hashes_the_ids_a_database_holds_in_clear(database_url):
@@ -60,9 +61,10 @@ def test_the_migration_hashes_the_ids_a_database_holds_in_clear(database_url):
     async def fill() -> None:
         conn = await asyncpg.connect(database_url)
         try:
-            await conn.execute("INSERT INTO users (user_id, user_name, cli_id, web_auth_id) VALUES "
-                               "('u1', 'ada', $1, 'w1'), ('42', 'bob', $2, NULL), ('u3', 'web only', NULL, 'w3')",
-                               ADA, BOB)
+            await conn.execute("INSERT INTO users (user_id, user_name, cli_id, web_auth_id, provider) VALUES "
+                               "('u1', 'ada', $1, $3, NULL), ('42', 'bob', $2, NULL, 'github'), "
+                               "('u3', 'web only', NULL, 'w3', NULL)",
+                               ADA, BOB, WEB)
             for seq, (event_type, subject, fields, event_id) in enumerate(OLD_EVENTS, start=1):
                 await conn.execute(
                     "INSERT INTO event_archive (stream_seq, event_id, event_type, subject, occurred_at, payload) "
@@ -80,15 +82,14 @@ def test_the_migration_hashes_the_ids_a_database_holds_in_clear(database_url):
 
     assert apply_migrations(database_url) >= 1
 
-    assert query(database_url, "SELECT user_id, cli_id_sha256 FROM users ORDER BY user_id") == [
-        {"user_id": "42", "cli_id_sha256": cli_id_hash(BOB)}, {"user_id": "u1", "cli_id_sha256": cli_id_hash(ADA)},
-        {"user_id": "u3", "cli_id_sha256": None}]
+    assert users(database_url) == [*EXPECTED, ("u3", "web only", None, cli_id_hash("w3"), None)]
     text = everything(database_url)
-    assert ADA not in text and BOB not in text
+    assert ADA not in text and BOB not in text and WEB not in text
     archive = {r["stream_seq"]: r for r in query(
         database_url, "SELECT stream_seq, event_id, payload::text AS payload FROM event_archive")}
     assert archive[1]["event_id"] == f"CliUserRegistered:u1:{cli_id_hash(ADA)}"
     assert json.loads(archive[2]["payload"])["cli_id_sha256"] == cli_id_hash(BOB)
+    assert json.loads(archive[1]["payload"])["web_auth_id_sha256"] == cli_id_hash(WEB)
     assert json.loads(archive[3]["payload"]) == {"user_id": "u1", "user_name": "Ada", "change_id": "c1"}
     # an id is still unique, as its digest
     with pytest.raises(asyncpg.UniqueViolationError):
@@ -134,11 +135,11 @@ def test_old_format_events_project_and_replay_into_digests_only(nats_url, databa
                         {"Nats-Msg-Id": event_id})
         platform.wait_for(lambda: len(users(database_url)) == 2, "the old registrations")
         assert users(database_url) == EXPECTED
-        assert ADA not in everything(database_url) and BOB not in everything(database_url)
+        assert not any(clear in everything(database_url) for clear in (ADA, BOB, WEB))
 
         run_cli(platform, "events", "replay", "ledger", "--source", "stream")
         assert users(database_url) == EXPECTED
-        assert ADA not in everything(database_url) and BOB not in everything(database_url)
+        assert not any(clear in everything(database_url) for clear in (ADA, BOB, WEB))
         run_cli(platform, "events", "replay", "ledger", "--source", "archive")
         assert users(database_url) == EXPECTED
     finally:
@@ -147,11 +148,11 @@ def test_old_format_events_project_and_replay_into_digests_only(nats_url, databa
     # the stream itself is rewritten by export, empty, import: same sequences, digests only
     exported = tmp_path / "events.jsonl"
     run_cli(platform, "events", "export", "--hash-cli-ids", str(exported))
-    assert ADA not in exported.read_text() and BOB not in exported.read_text()
+    assert not any(clear in exported.read_text() for clear in (ADA, BOB, WEB))
     asyncio.run(delete_all_streams(nats_url))
     run_cli(platform, "events", "import", str(exported))
     stored = asyncio.run(stored_messages(nats_url))
-    assert [seq for seq, _ in stored] == [1, 2] and not any(ADA in text or BOB in text for _, text in stored)
+    assert [seq for seq, _ in stored] == [1, 2] and not any(c in text for c in (ADA, BOB, WEB) for _, text in stored)
     run_cli(platform, "events", "replay", "ledger", "--source", "stream")
     assert users(database_url) == EXPECTED
 

@@ -1,5 +1,5 @@
-"""Credentials at rest: whoever reads the database (or a backup of it) and the event stream finds no CLI id that
-authenticates.
+"""Credentials at rest: whoever reads the database (or a backup of it) and the event stream finds no CLI id (nor web
+id) that authenticates.
 
 The attacker here holds a full copy: every row of every table, every message of every stream with its headers. They
 search it for the victim's CLI id, and they present every string it holds about the victim as a CLI id. A copy made
@@ -17,7 +17,7 @@ import pytest
 from problems import PROBLEMS_ROOT
 from tests.operate.conftest import run_cli
 from tests.support.events import publish_raw, query
-from tests.support.platform import Platform, identity_board
+from tests.support.platform import ADMIN_TOKEN, Platform, identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -96,16 +96,22 @@ def strings_in(value) -> list[str]:
     return []
 
 
-def authenticates(platform: Platform, candidate: str) -> bool:
+def authenticates(platform: Platform, candidate: str, header: str = "X-Popcorn-Cli-Id") -> bool:
     try:
-        answer = platform.http.get("/user/submissions", headers={"X-Popcorn-Cli-Id": candidate})
+        answer = platform.http.get("/user/submissions", headers={header: candidate})
     except (httpx.LocalProtocolError, UnicodeEncodeError):
         return False  # not sendable as a header at all
     return answer.status_code == 200
 
 
 def test_a_copy_of_the_database_and_the_stream_holds_no_working_cli_id(platform):
-    cli_id = platform.register("5001", "victim")
+    web_id = "victim-web-id-6f1c2a9e0b7d4c3a"
+    registered = platform.http.post("/admin/users", json={"user_id": "5001", "user_name": "victim",
+                                                          "web_auth_id": web_id},
+                                    headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    assert registered.status_code == 200, registered.text
+    cli_id = registered.json()["cli_id"]
+    platform.wait_for(lambda: authenticates(platform, cli_id), "the registration")
     accepted = platform.submit(cli_id, "open", "null", "leaderboard", CODE)
     assert accepted.status_code == 202, accepted.text
     platform.wait_done(cli_id, accepted.json()["details"]["id"], timeout=60)
@@ -115,7 +121,7 @@ def test_a_copy_of_the_database_and_the_stream_holds_no_working_cli_id(platform)
 
     copy = database_copy(platform.database_url) + stream_copy(platform.nats_url)
     assert len(copy) > 20  # the copy is real: boards, the submission, its runs, their events
-    assert [line for line in copy if cli_id in line] == []
+    assert [line for line in copy if cli_id in line or web_id in line] == []
 
     # everything stored about the victim, presented as a CLI id (the digest itself among them): none opens the API
     row = query(platform.database_url, "SELECT * FROM users WHERE user_id = '5001'")[0]
@@ -125,7 +131,9 @@ def test_a_copy_of_the_database_and_the_stream_holds_no_working_cli_id(platform)
                   if s}
     assert len(candidates) >= 4
     assert [c for c in candidates if authenticates(platform, c)] == []
-    assert authenticates(platform, cli_id)  # the id popcorn-cli holds still works
+    assert [c for c in candidates if authenticates(platform, c, "X-Web-Auth-Id")] == []
+    assert authenticates(platform, cli_id)  # the ids their holders keep still work
+    assert authenticates(platform, web_id, "X-Web-Auth-Id")
 
 
 def test_rotation_ends_the_ids_an_old_copy_of_the_stream_holds(platform):

@@ -14,6 +14,7 @@ from services.kit.bus import decode, encode
 from services.ledger.projections import plan_batch
 
 OLD_ID = "Zx9-old-clear-id"
+OLD_WEB = "old-clear-web-id"
 
 
 def test_the_digest_is_hex_sha256_of_the_utf8_bytes():
@@ -27,7 +28,7 @@ def old_registration() -> bytes:
     """A CliUserRegistered as the gateway published it before ids were hashed."""
     return json.dumps({"schema_version": 1, "event_id": f"CliUserRegistered:u1:{OLD_ID}",
                        "occurred_at": "2026-01-01T00:00:00Z", "correlation_id": "", "causation_id": "",
-                       "user_id": "u1", "user_name": "ada", "cli_id": OLD_ID, "web_auth_id": None}).encode()
+                       "user_id": "u1", "user_name": "ada", "cli_id": OLD_ID, "web_auth_id": OLD_WEB}).encode()
 
 
 def test_an_event_recorded_with_a_clear_id_is_read_hashed():
@@ -35,8 +36,10 @@ def test_an_event_recorded_with_a_clear_id_is_read_hashed():
     assert isinstance(event, CliUserRegistered)
     assert event.cli_id_sha256 == cli_id_hash(OLD_ID)
     assert event.event_id == f"CliUserRegistered:u1:{cli_id_hash(OLD_ID)}"
+    assert event.web_auth_id_sha256 == cli_id_hash(OLD_WEB)
     # what the ledger archives and what a re-publication would carry
     assert OLD_ID not in event.model_dump_json() and OLD_ID not in event.message_id
+    assert OLD_WEB not in event.model_dump_json()
 
 
 def test_an_old_oauth_registration_is_read_hashed():
@@ -64,4 +67,7 @@ def test_new_ids_give_new_event_ids_and_a_digest_is_required():
 
 def test_the_projection_stores_the_digest_of_an_old_event():
     [plan] = plan_batch([(1, decode(CliUserRegistered.subject, old_registration()))])
-    assert plan.rows["user_upsert"] == [("u1", "ada", cli_id_hash(OLD_ID), None)]
+    assert plan.rows["user_upsert"] == [("u1", "ada", cli_id_hash(OLD_ID), cli_id_hash(OLD_WEB))]
+    # no web id: none is set (the projection keeps one set before)
+    [plan] = plan_batch([(2, CliUserRegistered(user_id="u2", user_name="bo", cli_id_sha256="c" * 64))])
+    assert plan.rows["user_upsert"] == [("u2", "bo", "c" * 64, None)]

@@ -39,6 +39,7 @@ async def register_user(body: NewUser, pool: Pool, broker: Broker) -> dict:
     owner = await repository.cli_owner(pool, cli_id)
     if owner is not None and owner != body.user_id:
         raise HTTPException(400, "cli_id already in use")
+    web_digest = cli_id_hash(body.web_auth_id) if body.web_auth_id else None
     await publish(broker, CliUserRegistered(user_id=body.user_id, user_name=body.user_name,
-                                            cli_id_sha256=cli_id_hash(cli_id), web_auth_id=body.web_auth_id))
+                                            cli_id_sha256=cli_id_hash(cli_id), web_auth_id_sha256=web_digest))
     return {"status": "ok", "user_id": body.user_id, "user_name": body.user_name, "cli_id": cli_id}
