@@ -20,21 +20,24 @@ users_app = typer.Typer(help="Users' credentials.", no_args_is_help=True)
 USER_EVENTS = "evt.user.>"
 
 
-async def clear_ids_in_stream(nats_url: str) -> set[str]:
-    """Digests of the CLI ids that user events in the stream carry in clear."""
+async def clear_ids_in_stream(nats_url: str) -> tuple[set[str], set[str]]:
+    """Digests of the CLI ids and of the web ids that user events in the stream carry in clear."""
     from services.core.credentials import cli_id_hash
     from services.operate import stream as log
 
-    found = set()
+    cli_ids, web_ids = set(), set()
     async with log.connected(nats_url) as client:
         async for message in log.read_subject(client, USER_EVENTS):
             try:
-                clear = json.loads(message.data).get("cli_id")
-            except (ValueError, AttributeError):
+                data = json.loads(message.data)
+            except ValueError:
                 continue  # not an event of ours: nothing to find in it
-            if isinstance(clear, str):
-                found.add(cli_id_hash(clear))
-    return found
+            if not isinstance(data, dict):
+                continue
+            for field, found in (("cli_id", cli_ids), ("web_auth_id", web_ids)):
+                if isinstance(data.get(field), str):
+                    found.add(cli_id_hash(data[field]))
+    return cli_ids, web_ids
 
 
 @users_app.command("rotate-cli-id")
@@ -67,8 +70,13 @@ def rotate_cli_id(
                 raise fail(f"no such user: {', '.join(sorted(missing))}")
             if exposed:
                 named = {r["user_id"] for r in rows}
-                leaked = await repository.by_cli_digest(conn, sorted(await clear_ids_in_stream(nats)))
+                cli_digests, web_digests = await clear_ids_in_stream(nats)
+                leaked = await repository.by_cli_digest(conn, sorted(cli_digests))
                 rows += [r for r in leaked if r["user_id"] not in named]
+                web_users = [r["user_id"] for r in await repository.by_web_digest(conn, sorted(web_digests))]
+                if web_users:  # the web front end chose them: only it can hand out new ones
+                    typer.echo(f"The stream holds the current web ids of {', '.join(web_users)} in clear; give them "
+                               "new ones with POST /admin/users (web_auth_id).", err=True)
             if not rows:
                 typer.echo("No CLI id to rotate: the stream holds none in clear that still works.", err=True)
                 return

@@ -139,7 +139,8 @@ def test_a_copy_of_the_database_and_the_stream_holds_no_working_cli_id(platform)
 def test_rotation_ends_the_ids_an_old_copy_of_the_stream_holds(platform):
     # recorded before CLI ids were hashed: the id in clear, in the payload and in the message id
     old_id = "old-gateway-issued-0123456789abcdef"
-    payload = {"user_id": "5002", "user_name": "early", "cli_id": old_id, "schema_version": 1,
+    payload = {"user_id": "5002", "user_name": "early", "cli_id": old_id, "web_auth_id": "old-web-id-5002",
+               "schema_version": 1,
                "event_id": f"CliUserRegistered:5002:{old_id}", "occurred_at": "2026-01-01T00:00:00Z"}
     publish_raw(platform.nats_url, "evt.user.registered", json.dumps(payload).encode(),
                 {"Nats-Msg-Id": payload["event_id"]})
@@ -150,6 +151,7 @@ def test_rotation_ends_the_ids_an_old_copy_of_the_stream_holds(platform):
 
     lines = [line.split("\t") for line in rotated.stdout.splitlines() if "\t" in line]
     assert [user for user, _ in lines] == ["5002"]
+    assert "web ids of 5002 in clear" in " ".join((rotated.stdout + rotated.stderr).split())
     assert not authenticates(platform, old_id)  # what the old copy holds opens nothing now
     assert authenticates(platform, lines[0][1])
     assert authenticates(platform, other)
