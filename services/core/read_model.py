@@ -125,8 +125,8 @@ KNOWN_QUEUE = f"""
 SELECT known.g AS gpu, q.* FROM ({KNOWN_GPU}) AS known
 CROSS JOIN LATERAL ({QUEUE.replace("$1", "known.g")}) AS q
 """
-# A poll of popcorn-cli in one round trip: the caller by CLI id digest ($1), its submission ($2) as SUBMISSION reads it, its
-# runs in SUBMISSION_RUNS's order with what views.stage_run reads (`run_rows`, JSON: times as UTC text with
+# A poll of popcorn-cli in one round trip: the caller by CLI id digest ($1), its submission ($2) as SUBMISSION reads
+# it, its runs in SUBMISSION_RUNS's order with what views.stage_run reads (`run_rows`, JSON: times as UTC text with
 # microseconds, see poll_runs), and its GPU's queue as KNOWN_QUEUE reads it.
 # No row: the CLI id is unknown. `id` NULL: no such submission (or deleted). `gpu` NULL: an unknown GPU.
 UTC_TEXT = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')"""

@@ -48,8 +48,8 @@ def everything(database_url: str) -> str:
 
 
 def users(database_url: str) -> list[tuple]:
-    return [tuple(r.values()) for r in query(
-        database_url, "SELECT user_id, user_name, cli_id_sha256, web_auth_id_sha256, provider FROM users ORDER BY user_id")]
+    return [tuple(r.values()) for r in query(database_url, "SELECT user_id, user_name, cli_id_sha256, "
+                                                           "web_auth_id_sha256, provider FROM users ORDER BY user_id")]
 
 
 EXPECTED = [("42", "bob", cli_id_hash(BOB), None, "github"), ("u1", "ada", cli_id_hash(ADA), cli_id_hash(WEB), None)]
