@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 from schemas.contracts import EvalResult, FullResult, RunResult, SystemInfo
+from schemas.credentials import cli_id_hash
 from schemas.envelope import Event
 from schemas.events import (
     CliUserRegistered,
@@ -27,8 +28,14 @@ CODE = "import torch\n\ndef custom_kernel(data):\n    return data.clone()\n"
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
+def cli_id_of(user_id: str) -> str:
+    """The CLI id of a user made by `users` (events carry only its digest)."""
+    return f"bench-cli-{user_id}"
+
+
 def users(count: int, first_id: int = 900_000) -> list[CliUserRegistered]:
-    return [CliUserRegistered(user_id=str(first_id + i), user_name=f"bench{i}", cli_id=f"bench-cli-{first_id + i}")
+    return [CliUserRegistered(user_id=str(first_id + i), user_name=f"bench{i}",
+                              cli_id_sha256=cli_id_hash(cli_id_of(str(first_id + i))))
             for i in range(count)]
 
 

@@ -26,7 +26,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from ranked_events import ranked_history, users  # noqa: E402
+from ranked_events import cli_id_of, ranked_history, users  # noqa: E402
 
 from schemas.streams import EVENTS  # noqa: E402
 from services.kit.bus import MSG_ID_HEADER, encode  # noqa: E402
@@ -180,7 +180,7 @@ def main() -> None:
 
             poller = people[0]
             poll_id = asyncio.run(one_submission_of(database_url, poller.user_id))
-            mine = {"X-Popcorn-Cli-Id": poller.cli_id}
+            mine = {"X-Popcorn-Cli-Id": cli_id_of(poller.user_id)}
             kinds = [
                 ("ranking limit=20", f"/submissions/{BOARD}/{GPU}?limit=20", {}),
                 ("ranking (no limit)", f"/submissions/{BOARD}/{GPU}", {}),

@@ -4,24 +4,34 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import model_validator
+
+from schemas.credentials import read_clear_id
 from schemas.envelope import Event
 
 Provider = Literal["discord", "github"]
 
 
 class OAuthUserRegistered(Event):
-    """A provider account proved its identity and is now bound to `cli_id`.
+    """A provider account proved its identity and is now bound to a new CLI id.
 
     `user_id` is the provider's bare account id (the public id popcorn-cli shows); `provider` keeps identities of
-    different providers apart. With `is_reset` the account already existed and `cli_id` replaces its old one.
+    different providers apart. With `is_reset` the account already existed and the new id replaces its old one.
+    The CLI id travels only as `cli_id_sha256`; events recorded before that carry `cli_id` in clear and are read as if
+    they had carried its digest (schemas/credentials.py).
     """
 
     subject = "evt.user.oauth_registered"
     user_id: str
     user_name: str
-    cli_id: str
+    cli_id_sha256: str
     provider: Provider
     is_reset: bool = False
 
+    @model_validator(mode="before")
+    @classmethod
+    def _hash_clear_id(cls, data: object) -> object:
+        return read_clear_id(data)
+
     def identity(self) -> str:
-        return f"{self.provider}:{self.user_id}:{self.cli_id}"
+        return f"{self.provider}:{self.user_id}:{self.cli_id_sha256}"

@@ -6,9 +6,10 @@ import hashlib
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from schemas.contracts import FullResult, Mode, Task, UserMode
+from schemas.credentials import read_clear_id
 from schemas.envelope import Event
 from schemas.precheck_events import PrecheckVerdict
 
@@ -70,14 +71,25 @@ class LeaderboardDeleted(Event):
 
 
 class CliUserRegistered(Event):
+    """A user was provisioned (admin route, `kernelbot up`) or given a new CLI id (`kernelbot users rotate-cli-id`).
+
+    The CLI id travels only as `cli_id_sha256`, a web id as `web_auth_id_sha256` (schemas/credentials.py); events
+    recorded before that carry `cli_id` and `web_auth_id` in clear and are read as if they had carried the digests.
+    """
+
     subject = "evt.user.registered"
     user_id: str
     user_name: str
-    cli_id: str
-    web_auth_id: str | None = None
+    cli_id_sha256: str
+    web_auth_id_sha256: str | None = None  # the digest of the user's web id (X-Web-Auth-Id), when one is set
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hash_clear_id(cls, data: object) -> object:
+        return read_clear_id(data)
 
     def identity(self) -> str:
-        return f"{self.user_id}:{self.cli_id}"
+        return f"{self.user_id}:{self.cli_id_sha256}"
 
 
 class UserRenamed(Event):

@@ -77,10 +77,30 @@ def tail(
     asyncio.run(follow())
 
 
+def without_clear_cli_id(record: dict) -> dict:
+    """An exported message as if its event had been recorded with a hashed CLI id: the payload is read as the ledger
+    reads it (schemas/credentials.py) and the message id, which ended with the clear id, names the digest."""
+    from schemas.credentials import read_clear_id
+
+    data = record.get("data")
+    if not isinstance(data, dict) or not isinstance(data.get("cli_id"), str) or not data["cli_id"]:
+        return record
+    clear, hashed = data["cli_id"], read_clear_id(data)
+    assert isinstance(hashed, dict)
+
+    def scrub(text):
+        return text.replace(clear, hashed["cli_id_sha256"]) if isinstance(text, str) else text
+
+    return record | {"data": hashed, "msg_id": scrub(record.get("msg_id")),
+                     "headers": {name: scrub(value) for name, value in (record.get("headers") or {}).items()}}
+
+
 @events_app.command("export")
 def export_events(
     output: Annotated[Path, typer.Argument(help="JSON Lines file to write ('-' for standard output)")],
     from_seq: Annotated[int, typer.Option(help="First stream sequence")] = 1,
+    hash_cli_ids: Annotated[bool, typer.Option(
+        help="Write CLI ids that events recorded before ids were hashed carry in clear as their digests")] = False,
     nats_url: NatsUrl = None,
 ) -> None:
     """Write the whole event stream, one message per line with its stream sequence and message id."""
@@ -92,7 +112,10 @@ def export_events(
         count = 0
         async with log.connected(url) as client:
             async for message in log.read_stream(client, start_seq=from_seq):
-                out.write(json.dumps(message.to_record(), ensure_ascii=False) + "\n")
+                record = message.to_record()
+                if hash_cli_ids:
+                    record = without_clear_cli_id(record)
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
         return count
 

@@ -19,6 +19,7 @@ from services.cli import (
     problems,
     rejudge,
     runners,
+    users_cmd,
 )
 from services.cli.run_local import run_local_command
 
@@ -37,6 +38,7 @@ app.command("host-check")(host_check.host_check)  # a GPU vendor's isolation che
 precheck.register(app)  # operator commands: precheck rules, precheck clear
 conformance.register(app)  # runner-host command: conformance
 harness_cmd.register(app)  # operator command: harness identify
+users_cmd.register(app)  # operator command: users rotate-cli-id
 
 Url = Annotated[str, typer.Option(help="Gateway URL (default: KB_URL, else http://127.0.0.1:8000)")]
 SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger", "discord")

@@ -20,6 +20,7 @@ from schemas.events import CliUserRegistered
 from schemas.streams import EVENTS
 from services.cli import repository
 from services.cli.bundled import leaderboards_from_competition
+from services.core.credentials import cli_id_hash
 from services.kit.bus import publish_all
 from services.kit.db import apply_migrations
 
@@ -101,7 +102,8 @@ async def seed(stack: Stack) -> str:
     existing, has_user = await repository.seeded(stack.database_url, cli_id)
     events = leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", existing)
     if not has_user:
-        events.append(CliUserRegistered(user_id=LOCAL_USER_ID, user_name=getpass.getuser(), cli_id=cli_id))
+        events.append(CliUserRegistered(user_id=LOCAL_USER_ID, user_name=getpass.getuser(),
+                                        cli_id_sha256=cli_id_hash(cli_id)))
     await publish_all(stack.nats_url, events)
     return cli_id
 

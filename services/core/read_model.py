@@ -6,11 +6,12 @@ from datetime import UTC, datetime
 
 import asyncpg
 
+from services.core.credentials import cli_id_hash
 from services.ranking.rules import ranks_ahead
 
-USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id = $1"
-USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id = $1"
-CLI_OWNER = "SELECT user_id FROM users WHERE cli_id = $1"
+USER_BY_CLI = "SELECT user_id, user_name, banned FROM users WHERE cli_id_sha256 = $1"
+USER_BY_WEB = "SELECT user_id, user_name, banned FROM users WHERE web_auth_id_sha256 = $1"
+CLI_OWNER = "SELECT user_id FROM users WHERE cli_id_sha256 = $1"
 WAS_DELETED = "SELECT deleted FROM submissions WHERE id = $1"
 LEADERBOARD = "SELECT * FROM leaderboards WHERE lower(name) = lower($1)"
 LEDGER_POSITION = "SELECT COALESCE(max(stream_seq), 0) FROM tracking WHERE consumer = $1"
@@ -124,8 +125,8 @@ KNOWN_QUEUE = f"""
 SELECT known.g AS gpu, q.* FROM ({KNOWN_GPU}) AS known
 CROSS JOIN LATERAL ({QUEUE.replace("$1", "known.g")}) AS q
 """
-# A poll of popcorn-cli in one round trip: the caller by CLI id ($1), its submission ($2) as SUBMISSION reads it, its
-# runs in SUBMISSION_RUNS's order with what views.stage_run reads (`run_rows`, JSON: times as UTC text with
+# A poll of popcorn-cli in one round trip: the caller by CLI id digest ($1), its submission ($2) as SUBMISSION reads
+# it, its runs in SUBMISSION_RUNS's order with what views.stage_run reads (`run_rows`, JSON: times as UTC text with
 # microseconds, see poll_runs), and its GPU's queue as KNOWN_QUEUE reads it.
 # No row: the CLI id is unknown. `id` NULL: no such submission (or deleted). `gpu` NULL: an unknown GPU.
 UTC_TEXT = """to_char({} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
@@ -140,7 +141,7 @@ SELECT u.user_id AS caller_id, sub.*,
 FROM users u
 LEFT JOIN LATERAL ({SUBMISSION.replace("$1", "$2")}) AS sub ON true
 LEFT JOIN LATERAL ({KNOWN_QUEUE.replace("$1", "sub.gpus[1]")}) AS queue ON true
-WHERE u.cli_id = $1
+WHERE u.cli_id_sha256 = $1
 """
 HAS_INVITE = "SELECT EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids))"
 INVITED_BOARDS = "SELECT DISTINCT unnest(leaderboard_ids) AS id FROM invites WHERE user_id = $1"
@@ -174,15 +175,16 @@ MAX_BIGINT = 2**63 - 1
 
 
 async def user_by_cli(pool: asyncpg.Pool, cli_id: str):
-    return await pool.fetchrow(USER_BY_CLI, cli_id)
+    """The user a presented (clear) CLI id authenticates; only its digest is stored and sent to the database."""
+    return await pool.fetchrow(USER_BY_CLI, cli_id_hash(cli_id))
 
 
 async def user_by_web(pool: asyncpg.Pool, web_id: str):
-    return await pool.fetchrow(USER_BY_WEB, web_id)
+    return await pool.fetchrow(USER_BY_WEB, cli_id_hash(web_id))  # web ids are stored hashed like CLI ids
 
 
 async def cli_owner(pool: asyncpg.Pool, cli_id: str) -> str | None:
-    return await pool.fetchval(CLI_OWNER, cli_id)
+    return await pool.fetchval(CLI_OWNER, cli_id_hash(cli_id))
 
 
 async def leaderboard(pool: asyncpg.Pool, name: str):
@@ -241,8 +243,8 @@ async def submission_runs(pool: asyncpg.Pool, submission_id: int):
 
 
 async def poll(pool: asyncpg.Pool, cli_id: str, submission_id: int):
-    """POLL's row (see there); `submission_id` must fit a bigint."""
-    return await pool.fetchrow(POLL, cli_id, submission_id)
+    """POLL's row (see there) for a presented (clear) CLI id; `submission_id` must fit a bigint."""
+    return await pool.fetchrow(POLL, cli_id_hash(cli_id), submission_id)
 
 
 def poll_runs(row) -> list[dict]:

@@ -20,7 +20,7 @@ ATTEMPTS = """
 SELECT score, submitted_at, user_name FROM standings WHERE leaderboard_id = $1 AND gpu = $2
 ORDER BY submitted_at, submission_id LIMIT $3
 """
-SESSION_USER = "SELECT user_id, user_name, cli_id FROM users WHERE user_id = $1"
+SESSION_USER = "SELECT user_id, user_name, cli_id_sha256 FROM users WHERE user_id = $1"
 MY_SUBMISSIONS = """
 SELECT s.id, s.file_name, s.submitted_at, s.mode, s.gpus, s.done, l.name AS leaderboard_name, j.status AS job_status
 FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id LEFT JOIN jobs j ON j.submission_id = s.id

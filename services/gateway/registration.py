@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import json
 from dataclasses import dataclass
+
+from services.core.credentials import cli_id_hash
 
 PROVIDERS = ("discord", "github")
 INVALID_PROVIDER = "Invalid provider, must be 'discord' or 'github'"
@@ -27,8 +28,8 @@ class State:
 
 
 def digest(cli_id: str) -> str:
-    """How a pending cli id is stored: a leaked table names no usable id."""
-    return hashlib.sha256(cli_id.encode()).hexdigest()
+    """How a pending cli id is stored: a leaked table names no usable id (the read model's hash)."""
+    return cli_id_hash(cli_id)
 
 
 def parse_state(raw: str) -> State:

@@ -106,9 +106,10 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case InviteRevoked():
             plan.add("invite_revoke", event.code)
         case CliUserRegistered():
-            plan.add("user_upsert", event.user_id, event.user_name, event.cli_id, event.web_auth_id)
+            plan.add("user_upsert", event.user_id, event.user_name, event.cli_id_sha256,
+                     event.web_auth_id_sha256)
         case OAuthUserRegistered():
-            plan.add("user_upsert", event.user_id, event.user_name, event.cli_id, None)
+            plan.add("user_upsert", event.user_id, event.user_name, event.cli_id_sha256, None)
             plan.add("user_provider", event.user_id, event.provider)
         case UserRenamed():
             plan.add("user_rename", event.user_id, event.user_name)

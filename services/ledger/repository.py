@@ -35,9 +35,9 @@ STATEMENTS = {
         UPDATE submissions SET deleted = true WHERE leaderboard_id IN (SELECT id FROM board)""",
     "leaderboard_delete": "DELETE FROM leaderboards WHERE lower(name) = lower($1)",
     "user_upsert": """
-        INSERT INTO users (user_id, user_name, cli_id, web_auth_id) VALUES ($1, $2, $3, $4)
-        ON CONFLICT (user_id) DO UPDATE SET user_name = $2, cli_id = $3,
-               web_auth_id = COALESCE($4, users.web_auth_id)""",
+        INSERT INTO users (user_id, user_name, cli_id_sha256, web_auth_id_sha256) VALUES ($1, $2, $3, $4)
+        ON CONFLICT (user_id) DO UPDATE SET user_name = $2, cli_id_sha256 = $3,
+               web_auth_id_sha256 = COALESCE($4, users.web_auth_id_sha256)""",
     "user_provider": "UPDATE users SET provider = $2 WHERE user_id = $1",
     # policy changes (schemas.policy_events); leaderboards are named, their ids resolved at projection time
     "intake_set": """

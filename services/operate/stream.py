@@ -107,6 +107,26 @@ async def read_stream(client: Client, *, stream: str = EVENTS.name, start_seq: i
         await sub.unsubscribe()
 
 
+async def read_subject(client: Client, subject: str, *, stream: str = EVENTS.name,
+                       idle_s: float = IDLE_S) -> AsyncIterator[StoredMessage]:
+    """Every message stored under `subject` (wildcards allowed), in order; ends after the last one. Unlike
+    read_stream it does not wait for the stream's last sequence, which another subject may hold."""
+    sub = await client.jetstream().subscribe(subject, stream=stream, ordered_consumer=True,
+                                             config=ConsumerConfig(deliver_policy=DeliverPolicy.ALL))
+    try:
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=idle_s)
+            except (TimeoutError, nats.errors.TimeoutError):
+                return  # nothing stored under the subject: the server delivers a match at once
+            meta = msg.metadata
+            yield StoredMessage(meta.sequence.stream, msg.subject, dict(msg.headers or {}), msg.data, meta.timestamp)
+            if meta.num_pending == 0:
+                return
+    finally:
+        await sub.unsubscribe()
+
+
 def _all_subjects(stream: str) -> str:
     return "evt.>" if stream == EVENTS.name else ">"
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from services.core.credentials import cli_id_hash
 from services.gateway import registration
 from services.gateway.registration import Existing, RegistrationRefused
 from services.gateway.web.session import Signer
@@ -100,7 +101,7 @@ def register(gw: OAuthGateway, provider_name: str, who: dict) -> tuple[str, http
 
 
 def registered_ids(gw: Platform, account_id: str) -> list[dict]:
-    return query(gw.database_url, "SELECT user_id, user_name, cli_id, provider FROM users WHERE user_id = $1",
+    return query(gw.database_url, "SELECT user_id, user_name, cli_id_sha256, provider FROM users WHERE user_id = $1",
                  account_id)
 
 
@@ -121,7 +122,7 @@ def test_registration_binds_the_cli_id_which_then_submits(gateway, oauth_gateway
     assert exchange["grant_type"] == "authorization_code"
     # the registration is an event, and its projection makes the id work at once
     events = [e for e in archived(oauth_gateway.database_url, "OAuthUserRegistered") if e["user_id"] == str(who["id"])]
-    assert [(e["provider"], e["cli_id"]) for e in events] == [(provider_name, cli_id)]
+    assert [(e["provider"], e["cli_id_sha256"]) for e in events] == [(provider_name, cli_id_hash(cli_id))]
     # (through the platform's other gateway: every replica knows the id)
     accepted = gateway.submit(cli_id, "open", "null", "leaderboard", CODE)
     assert accepted.status_code == 202, accepted.text
@@ -139,7 +140,7 @@ def test_a_state_is_single_use(oauth_gateway):
     replay = browser_login(oauth_gateway, "discord", cli_id)
     assert (replay.status_code, replay.json()) == (
         400, {"detail": "Unknown or expired registration; run popcorn-cli register again"})
-    assert [r["cli_id"] for r in registered_ids(oauth_gateway, who["id"])] == [cli_id]
+    assert [r["cli_id_sha256"] for r in registered_ids(oauth_gateway, who["id"])] == [cli_id_hash(cli_id)]
 
 
 def test_concurrent_callbacks_with_one_state_register_once(oauth_gateway):
@@ -155,7 +156,7 @@ def test_concurrent_callbacks_with_one_state_register_once(oauth_gateway):
         statuses = list(pool.map(lambda callback: httpx.get(callback, timeout=30).status_code, callbacks))
 
     assert sorted(statuses) == [200, 400]
-    assert [r["cli_id"] for r in registered_ids(oauth_gateway, who["id"])] == [cli_id]
+    assert [r["cli_id_sha256"] for r in registered_ids(oauth_gateway, who["id"])] == [cli_id_hash(cli_id)]
 
 
 def test_unknown_expired_and_foreign_states_are_refused(oauth_gateway):
@@ -247,8 +248,8 @@ def test_the_same_account_keeps_its_identity(oauth_gateway):
     assert (reset.json()["user_id"], reset.json()["is_reset"]) == (str(who["id"]), True)
     assert oauth_gateway.http.get("/user/submissions", headers=cli(new_cli)).status_code == 200
     assert oauth_gateway.http.get("/user/submissions", headers=cli(first_cli)).status_code == 401
-    assert [(r["cli_id"], r["provider"]) for r in registered_ids(oauth_gateway, str(who["id"]))] == [
-        (new_cli, "github")]
+    assert [(r["cli_id_sha256"], r["provider"]) for r in registered_ids(oauth_gateway, str(who["id"]))] == [
+        (cli_id_hash(new_cli), "github")]
     # a web session ends with the id it was opened with
     assert signed_in_as(oauth_gateway, browser) is None
     browser.close()

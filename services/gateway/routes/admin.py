@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from schemas.events import CliUserRegistered
 from services.core import read_model as repository
+from services.core.credentials import cli_id_hash
 from services.gateway.deps import Broker, Pool, require_admin
 from services.gateway.routes import admin_policy, admin_precheck, admin_submissions
 from services.kit.bus import publish
@@ -38,6 +39,7 @@ async def register_user(body: NewUser, pool: Pool, broker: Broker) -> dict:
     owner = await repository.cli_owner(pool, cli_id)
     if owner is not None and owner != body.user_id:
         raise HTTPException(400, "cli_id already in use")
-    await publish(broker, CliUserRegistered(user_id=body.user_id, user_name=body.user_name, cli_id=cli_id,
-                                            web_auth_id=body.web_auth_id))
+    web_digest = cli_id_hash(body.web_auth_id) if body.web_auth_id else None
+    await publish(broker, CliUserRegistered(user_id=body.user_id, user_name=body.user_name,
+                                            cli_id_sha256=cli_id_hash(cli_id), web_auth_id_sha256=web_digest))
     return {"status": "ok", "user_id": body.user_id, "user_name": body.user_name, "cli_id": cli_id}

@@ -57,7 +57,7 @@ async def viewer(request: Request, pool: Pool, kb_session: Annotated[str | None,
     if session is None:
         return None
     row = await pages_repository.session_user(pool, session.user_id)
-    if row is None or not row["cli_id"] or cli_digest(row["cli_id"]) != session.cli_digest:
+    if row is None or not row["cli_id_sha256"] or cli_digest(row["cli_id_sha256"]) != session.cli_digest:
         return None
     return User(str(row["user_id"]), row["user_name"], False, False)
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from fastapi import Request, Response
 from itsdangerous import BadData, TimestampSigner, URLSafeTimedSerializer
 
+from services.core.credentials import cli_id_hash
 from services.gateway.settings import GatewaySettings
 
 COOKIE = "kb_session"
@@ -27,8 +28,9 @@ class Session:
     cli_digest: str
 
 
-def cli_digest(cli_id: str) -> str:
-    return hashlib.sha256(f"session:{cli_id}".encode()).hexdigest()
+def cli_digest(cli_id_sha256: str) -> str:
+    """What a session carries of its CLI id: derived from the stored digest, so the read model can check it."""
+    return hashlib.sha256(f"session:{cli_id_sha256}".encode()).hexdigest()
 
 
 class _Stamper(TimestampSigner):
@@ -53,7 +55,7 @@ class Signer:
                                       signer_kwargs={"digest_method": hashlib.sha256, "now": now})
 
     def issue(self, user_id: str, cli_id: str, now: float | None = None) -> str:
-        return self._serializer(now).dumps({"u": user_id, "c": cli_digest(cli_id)})
+        return self._serializer(now).dumps({"u": user_id, "c": cli_digest(cli_id_hash(cli_id))})
 
     def read(self, token: str, now: float | None = None) -> Session | None:
         """The session, or None when the token is forged, altered, older than MAX_AGE_S or from the future."""
