@@ -9,8 +9,9 @@ runner serves. Every reply it receives (publish acknowledgements, pulled jobs) a
 the only subjects its user may subscribe to.
 
 One job at a time: an agent is one GPU. Several agents (hosts) with the same identity share the consumer, each taking
-the next job when it is free. Settings (environment): KB_RUNNER_NATS_URL (with the runner's user and password),
-KB_RUNNER_NAME, KB_RUNNER_GPU, KB_RUNS_DIR, KB_LOG_LEVEL.
+the next job when it is free. Settings (environment): KB_RUNNER_NAME, KB_RUNNER_GPU, KB_RUNNER_NATS_URL (the
+servers), KB_RUNNER_NATS_PASSWORD (the password of user `runner-<name>`; or give user and password in the URL),
+KB_RUNS_DIR, KB_LOG_LEVEL.
 """
 
 from __future__ import annotations
@@ -41,11 +42,12 @@ from schemas.streams import (
 from .container import run_completed
 
 NATS_URL_ENV = "KB_RUNNER_NATS_URL"
+PASSWORD_ENV = "KB_RUNNER_NATS_PASSWORD"
 NAME_ENV = "KB_RUNNER_NAME"
 GPU_ENV = "KB_RUNNER_GPU"
 RUNS_DIR_ENV = "KB_RUNS_DIR"
 LOG_LEVEL_ENV = "KB_LOG_LEVEL"
-SETTINGS = (NATS_URL_ENV, NAME_ENV, GPU_ENV, RUNS_DIR_ENV, LOG_LEVEL_ENV)
+SETTINGS = (NATS_URL_ENV, PASSWORD_ENV, NAME_ENV, GPU_ENV, RUNS_DIR_ENV, LOG_LEVEL_ENV)
 # What a run inherits from the agent: nothing that names a broker or holds a password.
 RUNNER_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV", "CUDA_VISIBLE_DEVICES",
               "KB_HARNESS_CHAIN")
@@ -65,7 +67,12 @@ class AgentConfig:
     runner: str
     gpu: str
     runs_dir: Path
+    password: str = ""
     sandbox: bool = True
+
+    def credentials(self) -> dict[str, str]:
+        """nats-py's user and password: the runner's own user, unless the URL names one."""
+        return {"user": f"runner-{self.runner}", "password": self.password} if self.password else {}
 
 
 def config_from_env(environ: Mapping[str, str], *, sandbox: bool = True) -> AgentConfig:
@@ -73,7 +80,8 @@ def config_from_env(environ: Mapping[str, str], *, sandbox: bool = True) -> Agen
     if missing:
         raise SystemExit(f"runner agent: set {', '.join(missing)}")
     runs_dir = Path(environ.get(RUNS_DIR_ENV) or Path(tempfile.gettempdir()) / "kernelbot-runs")
-    return AgentConfig(environ[NATS_URL_ENV], environ[NAME_ENV], environ[GPU_ENV], runs_dir, sandbox)
+    return AgentConfig(environ[NATS_URL_ENV], environ[NAME_ENV], environ[GPU_ENV], runs_dir,
+                       environ.get(PASSWORD_ENV, ""), sandbox)
 
 
 def _ceiling_s(payload_text: str) -> float | None:
@@ -152,9 +160,9 @@ async def serve(config: AgentConfig, stop: asyncio.Event | None = None) -> None:
     from nats.errors import TimeoutError as FetchTimeout
 
     stop = stop or asyncio.Event()
-    client = await nats.connect(config.nats_url, inbox_prefix=runner_inbox_prefix(config.runner),
-                                name=f"runner-agent-{config.runner}-{config.gpu}", max_reconnect_attempts=-1,
-                                reconnect_time_wait=1.0)
+    client = await nats.connect(config.nats_url, **config.credentials(),
+                                inbox_prefix=runner_inbox_prefix(config.runner), max_reconnect_attempts=-1,
+                                name=f"runner-agent-{config.runner}-{config.gpu}", reconnect_time_wait=1.0)
     try:
         js = client.jetstream()
         jobs = await js.pull_subscribe_bind(runner_job_consumer(config.runner, config.gpu), stream=RUNNER_JOBS.name)
