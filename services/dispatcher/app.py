@@ -34,7 +34,7 @@ def create_app(settings: DispatcherSettings | None = None) -> FastStream:
                                              {gpu: e.runners for gpu, e in catalogue.gpus.items()}))
         await repository.announce_gpus(
             started_kit.pool,
-            [(gpu, e.backend, e.target or ",".join(e.queues), e.arch, e.concurrent_runs())
+            [(gpu, e.backend, e.target or ",".join(e.queues or e.runners), e.arch, e.concurrent_runs())
              for gpu, e in catalogue.gpus.items()],
             owner,
         )
