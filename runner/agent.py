@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -157,6 +158,7 @@ async def take(js, config: AgentConfig, data: bytes) -> None:
 
 async def serve(config: AgentConfig, stop: asyncio.Event | None = None) -> None:
     import nats
+    from nats.errors import Error as NatsError
     from nats.errors import TimeoutError as FetchTimeout
 
     stop = stop or asyncio.Event()
@@ -165,12 +167,18 @@ async def serve(config: AgentConfig, stop: asyncio.Event | None = None) -> None:
                                 name=f"runner-agent-{config.runner}-{config.gpu}", reconnect_time_wait=1.0)
     try:
         js = client.jetstream()
-        jobs = await js.pull_subscribe_bind(runner_job_consumer(config.runner, config.gpu), stream=RUNNER_JOBS.name)
+        jobs_consumer = runner_job_consumer(config.runner, config.gpu)
+        jobs = await js.pull_subscribe_bind(jobs_consumer, stream=RUNNER_JOBS.name)
         log.info("runner %s serving %s", config.runner, config.gpu)
         while not stop.is_set():
             try:
                 messages = await jobs.fetch(1, timeout=FETCH_WAIT_S)
             except (FetchTimeout, TimeoutError):
+                continue
+            except NatsError as exc:  # the consumer not created yet (no dispatcher has started), or NATS away
+                log.warning("cannot pull jobs from %s: %r; asking again", jobs_consumer, exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), FETCH_WAIT_S)
                 continue
             for message in messages:
                 # Taken once: a job lost with this agent ends on the dispatcher's clock and is retried as a new

@@ -43,10 +43,10 @@ def world(postgres_server_url, tmp_path_factory):
         "KB_MAX_ATTEMPTS": "1", "PYTHONPATH": str(ROOT)})
     agent = None
     try:
+        agent = start_agent(server, workdir)  # before any dispatcher has created its job consumer: it waits for it
         platform.start()
         platform.add_boards(identity_board(BOARD, ["cpu", "idle"]))
         cli = platform.register("7101", "agent-tester")
-        agent = start_agent(server, workdir)
         yield platform, server, cli, database_url, agent
     finally:
         if agent is not None:

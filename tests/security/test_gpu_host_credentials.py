@@ -102,9 +102,12 @@ def compose_runner_problems(compose: dict) -> list[str]:
         environment = service.get("environment", {})
         if isinstance(environment, list):
             environment = dict(item.partition("=")[::2] for item in environment)
+        own = _password_variable(f"runner-{environment.get('KB_RUNNER_NAME')}", ROOT / "deploy" / "nats" / "cluster.conf")
         for key, value in environment.items():
             if PLATFORM_NAME.match(key) or PLATFORM_VALUE.search(str(value)):
                 problems.append(f"{name} has {key}={value}, a platform credential")
+            problems += [f"{name} has {key}={value}: {variable} is not its own runner user's password"
+                         for variable in re.findall(r"\$\{?(\w+)", str(value)) if variable != own]
         if service.get("env_file"):
             problems.append(f"{name} reads an env_file, which may hold anything")
         if service.get("secrets"):
@@ -122,6 +125,11 @@ def test_no_kubernetes_runner_pod_can_reach_a_platform_credential():
 
 def test_no_compose_runner_can_reach_a_platform_credential():
     assert compose_runner_problems(yaml.safe_load(COMPOSE.read_text())) == []
+
+
+def _password_variable(user: str, config: Path) -> str | None:
+    found = re.findall(rf"user: {re.escape(user)}, password: \$(\w+)", config.read_text())
+    return found[0] if found else None
 
 
 def _nats_user_of(password_variable: str, config: Path) -> str:
@@ -149,6 +157,12 @@ def test_a_compose_runner_logs_in_as_its_own_runner_user():
     variable = re.fullmatch(r"\$\{(\w+)\}", environment["KB_RUNNER_NATS_PASSWORD"]).group(1)
     assert _nats_user_of(variable, ROOT / "deploy" / "nats" / "cluster.conf") == \
         f"runner-{environment['KB_RUNNER_NAME']}"
+
+
+def test_the_check_catches_a_compose_runner_given_another_password():
+    compose = yaml.safe_load(COMPOSE.read_text())
+    compose["services"]["runner"]["environment"]["KB_EXTRA"] = "${NATS_RUNNER_NEBIUS_PASSWORD}"
+    assert compose_runner_problems(compose) != []
 
 
 @pytest.mark.parametrize("leak", ["env", "envFrom", "volume", "token"])
