@@ -22,6 +22,7 @@ from services.kit.embedded import find_nats_server
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 OUR_IMAGE = "kernelbot"
+RUNNER_IMAGE = "kernelbot-runner"  # deploy/runner/Dockerfile, for GPU hosts
 INFRASTRUCTURE = {"nats:2.10-alpine": ("NATS_",), "postgres:16-alpine": ("POSTGRES_", "PGDATA")}
 NATS_CONFIGS = (DEPLOY / "nats" / "cluster.conf", DEPLOY / "k8s" / "nats-cluster.conf")
 AGENT_COMMAND = ["python", "-m", "runner.agent"]
@@ -54,7 +55,7 @@ def check_command(argv: list[str]) -> None:
 def check_environment(image: str, names: list[str], command: list[str] | None = None) -> None:
     settings = set(AGENT_SETTINGS) if command == AGENT_COMMAND else known_settings()
     for name in names:
-        if image.split(":")[0] == OUR_IMAGE:
+        if image.split(":")[0] in (OUR_IMAGE, RUNNER_IMAGE):
             assert name in settings, f"{name} is not a setting of services/kit/settings.py"
         else:
             assert name.startswith(INFRASTRUCTURE[image]), f"{image} has no setting {name}"
@@ -67,12 +68,15 @@ def test_compose_file_names_only_what_exists():
             "discord"} <= set(services)
     for name, service in services.items():
         image = service["image"]
-        if image.split(":")[0] == OUR_IMAGE:
+        command = service.get("entrypoint", service.get("command"))
+        if image.split(":")[0] in (OUR_IMAGE, RUNNER_IMAGE):
             assert (DEPLOY / service["build"]["context"] / service["build"]["dockerfile"]).is_file()
-            check_command(service["command"])
+            check_command(command)
         else:
             assert image in INFRASTRUCTURE, f"{name}: unknown image {image}"
-        check_environment(image, list(service.get("environment", {})), service.get("command"))
+        if image.split(":")[0] == RUNNER_IMAGE:
+            assert service["build"]["dockerfile"] == "deploy/runner/Dockerfile" and command == AGENT_COMMAND, name
+        check_environment(image, list(service.get("environment", {})), command)
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
             if source.startswith("."):
@@ -103,8 +107,9 @@ def test_kubernetes_manifests_name_only_what_exists():
         replicas[doc["metadata"]["name"]] = doc["spec"]["replicas"]
         for container in doc["spec"]["template"]["spec"]["containers"]:
             image = container["image"]
-            assert image == OUR_IMAGE or image in INFRASTRUCTURE, image
-            if image == OUR_IMAGE:
+            assert image in (OUR_IMAGE, RUNNER_IMAGE) or image in INFRASTRUCTURE, image
+            assert image != RUNNER_IMAGE or container["command"] == AGENT_COMMAND, container
+            if image in (OUR_IMAGE, RUNNER_IMAGE):
                 check_command(container["command"] + container.get("args", []))
             check_environment(image, [e["name"] for e in container.get("env", [])], container.get("command"))
             for entry in container.get("env", []):
