@@ -98,6 +98,42 @@ def test_a_submission_on_an_agent_gpu_runs_on_the_agent_and_is_scored(world):
     assert f"reported {submission_id}.cpu.public" in log and f"reported {submission_id}.cpu.secret" in log
 
 
+# A hostile submission looks for the runner's password in its environment and in every process's it can read.
+PROBE = CODE + """
+
+def _credential_in_reach():
+    import glob
+    import os
+
+    if any(name.startswith("KB_") for name in os.environ):
+        return True
+    for path in glob.glob("/proc/[0-9]*/environ"):
+        try:
+            with open(path, "rb") as handle:
+                if b"KB_RUNNER_NATS_PASSWORD" in handle.read():
+                    return True
+        except OSError:
+            pass
+    return False
+
+
+if _credential_in_reach():
+    raise RuntimeError("the runner's NATS password is within reach")
+"""
+
+
+def test_a_submission_on_the_agent_reaches_no_credential(world):
+    """With the sandbox off (`--no-sandbox`) this fails: the run then shares the agent's uid and reads its
+    /proc/<pid>/environ."""
+    platform, _, cli, database_url, _ = world
+    response = platform.submit(cli, BOARD, "cpu", "test", PROBE)
+    assert response.status_code == 202, response.text
+    submission_id = response.json()["details"]["id"]
+    view = platform.wait_done(cli, submission_id, timeout=180)
+    [completed] = archived(database_url, "RunCompleted", str(submission_id))
+    assert completed["result"]["runs"]["test"]["run"]["passed"] is True, (view, completed["result"])
+
+
 def test_a_run_no_agent_takes_times_out_and_leaves_the_queue(world):
     platform, server, cli, database_url, _ = world
     response = platform.submit(cli, BOARD, "idle", "test", CODE)
