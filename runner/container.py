@@ -33,7 +33,7 @@ from pathlib import Path
 
 from schemas.contracts import FullResult
 from schemas.events import RunCompleted
-from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_report_subject
+from schemas.streams import EVENTS, RUNNER_REPORTS, runner_inbox_prefix, runner_report_id, runner_report_subject
 
 from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
 from .chain import chain_enabled
@@ -70,10 +70,12 @@ async def publish(nats_url: str, event: RunCompleted, runner_name: str = "") -> 
     import nats
 
     subject, stream, message_id = event.subject, EVENTS.name, event.message_id
+    options: dict = {}
     if runner_name:
         subject, stream = runner_report_subject(runner_name, event.subject), RUNNER_REPORTS.name
         message_id = runner_report_id(runner_name, event.message_id)
-    client = await nats.connect(nats_url, connect_timeout=PUBLISH_TIMEOUT_S, max_reconnect_attempts=3)
+        options["inbox_prefix"] = runner_inbox_prefix(runner_name)  # the only inbox a runner's user may read
+    client = await nats.connect(nats_url, connect_timeout=PUBLISH_TIMEOUT_S, max_reconnect_attempts=3, **options)
     try:
         await client.jetstream().publish(subject, event.model_dump_json().encode(),
                                          headers={"Nats-Msg-Id": message_id}, stream=stream,

@@ -19,6 +19,8 @@ class StreamSpec:
     duplicate_window_s: float
     max_msg_size: int
     max_age_s: float = 0.0  # 0 keeps everything: the event log is the source of truth
+    # "limits" keeps messages until their age or the stream's limits; "workqueue" drops each once a consumer acks it
+    retention: str = "limits"
 
 
 EVENTS = StreamSpec(EVENTS_STREAM, ("evt.>",), DUPLICATE_WINDOW_S, MAX_EVENT_BYTES)
@@ -38,7 +40,19 @@ RUNNER_REPORTS_STREAM = "RUNNER_REPORTS"
 RUNNER_REPORT_PREFIX = "runner"
 RUNNER_REPORTS = StreamSpec(RUNNER_REPORTS_STREAM, (f"{RUNNER_REPORT_PREFIX}.>",), DUPLICATE_WINDOW_S,
                             MAX_EVENT_BYTES, max_age_s=7 * 24 * 3600.0)
-ALL_STREAMS = (EVENTS, DEAD_LETTERS, RUNNER_REPORTS)
+# Jobs for runner agents on GPU hosts (runner/agent.py), one subject per runner identity and GPU:
+# `jobs.<runner>.<gpu>`. Each is read through one durable pull consumer, `<runner>-<gpu>`, that the dispatcher creates;
+# a runner's NATS user may pull from its own consumers only, so a job (the submission, the run's seed) reaches no other
+# runner. A work queue: a job leaves the stream once its agent acknowledges it. A day bounds an unpulled job, far past
+# any run's budget (the dispatcher deletes a job it gave up on before then).
+RUNNER_JOBS_STREAM = "RUNNER_JOBS"
+RUNNER_JOB_PREFIX = "jobs"
+RUNNER_JOBS = StreamSpec(RUNNER_JOBS_STREAM, (f"{RUNNER_JOB_PREFIX}.>",), DUPLICATE_WINDOW_S, MAX_EVENT_BYTES,
+                         max_age_s=24 * 3600.0, retention="workqueue")
+ALL_STREAMS = (EVENTS, DEAD_LETTERS, RUNNER_REPORTS, RUNNER_JOBS)
+# A runner's replies (publish acknowledgements, pulled jobs) arrive below its own inbox prefix, the only subjects its
+# NATS user may subscribe to: never `_INBOX.>`, where the services' push consumers deliver every event.
+RUNNER_INBOX_PREFIX = "_INBOX_runner"
 
 
 def runner_report_subject(runner: str, event_subject: str) -> str:
@@ -50,6 +64,20 @@ def runner_report_id(runner: str, message_id: str) -> str:
     """A report's Nats-Msg-Id, scoped to its runner: one runner's report can never be dropped as a duplicate of
     another's (a forged report published first must not shadow the honest one)."""
     return f"{runner}:{message_id}"
+
+
+def runner_job_subject(runner: str, gpu: str) -> str:
+    return f"{RUNNER_JOB_PREFIX}.{runner}.{gpu}"
+
+
+def runner_job_consumer(runner: str, gpu: str) -> str:
+    """The durable pull consumer of runner `runner`'s jobs on `gpu`, the one name its NATS permissions grant."""
+    return f"{runner}-{gpu}"
+
+
+def runner_inbox_prefix(runner: str) -> str:
+    """`_INBOX_runner_acme`: where runner `acme`'s connection receives its replies (nats-py `inbox_prefix`)."""
+    return f"{RUNNER_INBOX_PREFIX}_{runner}"
 
 
 def dead_letter_subject(consumer: str) -> str:

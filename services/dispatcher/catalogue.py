@@ -11,9 +11,12 @@ Configuration, not code: `KB_GPU_CATALOGUE` names a YAML or JSON file (or holds 
       H100: {backend: modal, target: run_h100, arch: "90a"}
       MI300: {backend: github, target: amd_workflow.yml, arch: null}
       nebius-H100: {backend: buildkite, queues: [nebius-h100-0, nebius-h100-1], arch: "90a", runners: [nebius]}
+      H100: {backend: agent, runners: [h100], slots: 4, arch: "90a"}
 
 `runners` names the runner identities (NATS users `runner-<name>`) whose own reports of runs on that GPU are taken
-(services/dispatcher/runner_reports.py); a GPU without it takes results only through its backend.
+(services/dispatcher/runner_reports.py); a GPU without it takes results only through its backend. An `agent` GPU is
+served by runner agents on GPU hosts (runner/agent.py) that pull its jobs under that one runner identity and report
+every result themselves: it names exactly one runner, and `slots` says how many agents serve it (default 1).
 
 `KB_LOCAL_GPUS` and `KB_NULL_GPUS` keep working: they add `local` and `null` entries. Pure: no I/O but reading the
 file named by the setting.
@@ -29,7 +32,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-BackendKind = Literal["local", "null", "modal", "github", "buildkite", "slurm"]
+from schemas.streams import runner_job_consumer
+
+BackendKind = Literal["local", "null", "modal", "github", "buildkite", "slurm", "agent"]
 REMOTE_KINDS = ("modal", "github", "buildkite", "slurm")
 # Remote schedulers queue jobs themselves; this many runs per GPU are in flight at once unless configured.
 DEFAULT_REMOTE_SLOTS = 8
@@ -68,6 +73,8 @@ class GpuEntry(_Strict):
                 raise ValueError(f"runner name {runner!r} must be letters, digits, '-' or '_' (one NATS subject token)")
         if self.backend in ("modal", "github", "slurm") and not self.target:
             raise ValueError(f"a {self.backend} GPU needs a target")
+        if self.backend == "agent" and len(self.runners) != 1:
+            raise ValueError("an agent GPU names exactly one runner, whose agents pull its jobs")
         if self.backend == "buildkite" and not self.queues:
             raise ValueError("a buildkite GPU needs at least one queue")
         if self.backend == "buildkite":
@@ -84,7 +91,7 @@ class GpuEntry(_Strict):
             return len(self.queues)  # one agent per queue, one job per agent
         if self.backend == "null":
             return NULL_SLOTS
-        return 1 if self.backend == "local" else DEFAULT_REMOTE_SLOTS
+        return 1 if self.backend in ("local", "agent") else DEFAULT_REMOTE_SLOTS
 
 
 class ModalConfig(_Strict):
@@ -141,10 +148,23 @@ class Catalogue(_Strict):
             seen[name.lower()] = name
             if entry.backend in REMOTE_KINDS and getattr(self.backends, entry.backend) is None:
                 raise ValueError(f"GPU {name!r} uses {entry.backend}, which has no section under `backends`")
+            if entry.backend == "agent" and not RUNNER_NAME.fullmatch(name):
+                raise ValueError(f"agent GPU {name!r}: its name is part of a NATS subject and a consumer name, so "
+                                 f"letters, digits, '-' or '_' only")
+        consumers: dict[str, str] = {}
+        for name, (runner, gpu) in self.agent_queues().items():
+            other = consumers.setdefault(runner_job_consumer(runner, gpu).lower(), name)
+            if other != name:
+                raise ValueError(f"agent GPUs {other!r} and {name!r} would share one job consumer; rename one")
         return self
 
     def entry(self, gpu: str) -> GpuEntry:
         return self.gpus[gpu]
+
+    def agent_queues(self) -> dict[str, tuple[str, str]]:
+        """Every agent GPU with its runner: (runner, GPU) names its job subject and consumer (schemas/streams.py)."""
+        return {name: (entry.runners[0], name) for name, entry in self.gpus.items()
+                if entry.backend == "agent" and entry.runners}
 
 
 def _read_source(source: str) -> dict:

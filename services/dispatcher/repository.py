@@ -141,6 +141,14 @@ async def reported_run(conn: asyncpg.Connection, run_id: str):
     return await conn.fetchrow(REPORTED_RUN, run_id)
 
 
+RUN_FINISHED = "SELECT status = 'finished' FROM dispatch_runs WHERE run_id = $1"
+
+
+async def run_finished(pool: asyncpg.Pool, run_id: str) -> bool:
+    """Whether the run has its end recorded (by a runner's own report, for runs whose backend collects nothing)."""
+    return bool(await pool.fetchval(RUN_FINISHED, run_id))
+
+
 async def mark_finished(conn: asyncpg.Connection, run_id: str) -> bool:
     return await conn.fetchval(MARK_FINISHED, run_id) is not None
 

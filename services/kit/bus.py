@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 from faststream.nats import JStream, NatsBroker
-from nats.js.api import StorageType
+from nats.js.api import RetentionPolicy, StorageType
 
 from schemas.envelope import Event
 from schemas.events import BY_SUBJECT
@@ -24,6 +24,7 @@ def _stream_settings(spec: StreamSpec) -> dict:
         "duplicate_window": spec.duplicate_window_s,
         "max_msg_size": spec.max_msg_size,
         "max_age": spec.max_age_s or None,
+        "retention": RetentionPolicy(spec.retention),
     }
 
 

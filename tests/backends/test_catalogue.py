@@ -59,11 +59,24 @@ def test_no_catalogue_keeps_the_local_and_null_settings_working():
     ({"T4": {"backend": "modal", "target": "a"}, "t4": {"backend": "modal", "target": "b"}}, BACKENDS,
      "unique case-insensitively"),
     ({"T4": {"backend": "modal", "target": "a", "queue": "typo"}}, BACKENDS, "gpus.T4.queue"),
+    ({"H100": {"backend": "agent"}}, {}, "an agent GPU names exactly one runner"),
+    ({"H100": {"backend": "agent", "runners": ["a", "b"]}}, {}, "an agent GPU names exactly one runner"),
+    ({"H100.x": {"backend": "agent", "runners": ["a"]}}, {}, "agent GPU 'H100.x'"),
+    ({"b-c": {"backend": "agent", "runners": ["a"]}, "c": {"backend": "agent", "runners": ["a-b"]}}, {},
+     "would share one job consumer"),
 ])
 def test_a_broken_catalogue_is_refused_naming_the_entry(gpus, backends, message):
     with pytest.raises(CatalogueError, match="invalid GPU catalogue") as refused:
         build_catalogue(json.dumps({"backends": backends, "gpus": gpus}), {}, [])
     assert message in str(refused.value)
+
+
+def test_an_agent_gpu_is_served_by_its_one_runner_one_run_per_agent_unless_slots_say_more():
+    catalogue = build_catalogue(json.dumps({"gpus": {"H100": {"backend": "agent", "runners": ["h100"]},
+                                                     "B200": {"backend": "agent", "runners": ["b"], "slots": 4}}}),
+                                {}, [])
+    assert catalogue.agent_queues() == {"H100": ("h100", "H100"), "B200": ("b", "B200")}
+    assert [catalogue.entry(g).concurrent_runs() for g in ("H100", "B200")] == [1, 4]
 
 
 def test_an_unreadable_catalogue_file_is_refused(tmp_path):

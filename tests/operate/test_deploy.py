@@ -13,7 +13,8 @@ import pytest
 import typer
 import yaml
 
-from schemas.streams import MAX_EVENT_BYTES
+from runner.agent import SETTINGS as AGENT_SETTINGS
+from schemas.streams import MAX_EVENT_BYTES, RUNNER_JOBS, runner_inbox_prefix
 from services.cli.main import SERVICE_NAMES, app
 from services.cli.service_settings import settings_classes
 from services.kit.embedded import find_nats_server
@@ -21,8 +22,10 @@ from services.kit.embedded import find_nats_server
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 OUR_IMAGE = "kernelbot"
+RUNNER_IMAGE = "kernelbot-runner"  # deploy/runner/Dockerfile, for GPU hosts
 INFRASTRUCTURE = {"nats:2.10-alpine": ("NATS_",), "postgres:16-alpine": ("POSTGRES_", "PGDATA")}
 NATS_CONFIGS = (DEPLOY / "nats" / "cluster.conf", DEPLOY / "k8s" / "nats-cluster.conf")
+AGENT_COMMAND = ["python", "-m", "runner.agent"]
 
 
 def known_settings() -> set[str]:
@@ -49,10 +52,10 @@ def check_command(argv: list[str]) -> None:
         command.make_context(command.name, words, resilient_parsing=False)
 
 
-def check_environment(image: str, names: list[str]) -> None:
-    settings = known_settings()
+def check_environment(image: str, names: list[str], command: list[str] | None = None) -> None:
+    settings = set(AGENT_SETTINGS) if command == AGENT_COMMAND else known_settings()
     for name in names:
-        if image.split(":")[0] == OUR_IMAGE:
+        if image.split(":")[0] in (OUR_IMAGE, RUNNER_IMAGE):
             assert name in settings, f"{name} is not a setting of services/kit/settings.py"
         else:
             assert name.startswith(INFRASTRUCTURE[image]), f"{image} has no setting {name}"
@@ -65,12 +68,15 @@ def test_compose_file_names_only_what_exists():
             "discord"} <= set(services)
     for name, service in services.items():
         image = service["image"]
-        if image.split(":")[0] == OUR_IMAGE:
+        command = service.get("entrypoint", service.get("command"))
+        if image.split(":")[0] in (OUR_IMAGE, RUNNER_IMAGE):
             assert (DEPLOY / service["build"]["context"] / service["build"]["dockerfile"]).is_file()
-            check_command(service["command"])
+            check_command(command)
         else:
             assert image in INFRASTRUCTURE, f"{name}: unknown image {image}"
-        check_environment(image, list(service.get("environment", {})))
+        if image.split(":")[0] == RUNNER_IMAGE:
+            assert service["build"]["dockerfile"] == "deploy/runner/Dockerfile" and command == AGENT_COMMAND, name
+        check_environment(image, list(service.get("environment", {})), command)
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
             if source.startswith("."):
@@ -101,10 +107,11 @@ def test_kubernetes_manifests_name_only_what_exists():
         replicas[doc["metadata"]["name"]] = doc["spec"]["replicas"]
         for container in doc["spec"]["template"]["spec"]["containers"]:
             image = container["image"]
-            assert image == OUR_IMAGE or image in INFRASTRUCTURE, image
-            if image == OUR_IMAGE:
+            assert image in (OUR_IMAGE, RUNNER_IMAGE) or image in INFRASTRUCTURE, image
+            assert image != RUNNER_IMAGE or container["command"] == AGENT_COMMAND, container
+            if image in (OUR_IMAGE, RUNNER_IMAGE):
                 check_command(container["command"] + container.get("args", []))
-            check_environment(image, [e["name"] for e in container.get("env", [])])
+            check_environment(image, [e["name"] for e in container.get("env", [])], container.get("command"))
             for entry in container.get("env", []):
                 ref = entry.get("valueFrom", {}).get("secretKeyRef")
                 if ref:
@@ -116,18 +123,24 @@ def test_kubernetes_manifests_name_only_what_exists():
 
 @pytest.mark.parametrize("config", NATS_CONFIGS, ids=lambda p: p.name)
 def test_nats_configuration_is_valid_and_sized_for_a_1_mb_submission(config, tmp_path):
-    env = os.environ | {"NATS_SERVER_NAME": "n1", "NATS_SERVICES_PASSWORD": "a", "NATS_RUNNER_PASSWORD": "b",
-                        "NATS_SYSTEM_PASSWORD": "c"}
+    env = os.environ | {name: "secret" for name in re.findall(r"\$(NATS_\w+)", config.read_text())}
     checked = subprocess.run([str(find_nats_server()), "-t", "-c", str(config)], env=env, cwd=tmp_path,
                              capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     text = config.read_text()
     assert int(re.search(r"max_payload:\s*(\d+)", text).group(1)) >= MAX_EVENT_BYTES
-    # each runner user may publish below its own name only
-    runners = re.findall(r"user: runner-(\w+).*?publish: \{ allow: \[(.*?)\] \}", text, flags=re.S)
+    # each runner user may publish below its own name, pull and acknowledge from its own job consumers, and
+    # receive below its own inbox prefix only
+    runners = re.findall(r"user: runner-(\w+).*?publish: \{ allow: \[(.*?)\] \}.*?subscribe: \{ allow: \[(.*?)\] \}",
+                         text, flags=re.S)
     assert runners
-    for name, allowed in runners:
-        assert [s.strip(' "') for s in allowed.split(",")] == [f"runner.{name}.>"]
+    for name, published, subscribed in runners:
+        first, *pulls = [s.strip(' "\n') for s in published.split(",")]
+        assert first == f"runner.{name}.>"
+        consumers = {re.sub(r"^\$JS\.(API\.CONSUMER\.MSG\.NEXT|ACK)\.", "", s).removesuffix(".>") for s in pulls}
+        assert all(c.startswith(f"{RUNNER_JOBS.name}.{name}-") for c in consumers), pulls
+        assert len(pulls) == 2 * len(consumers)
+        assert [s.strip(' "') for s in subscribed.split(",")] == [f"{runner_inbox_prefix(name)}.>"]
 
 
 def test_the_operations_guide_uses_only_commands_that_exist(tmp_path, monkeypatch):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from services.dispatcher.backends.agent import AgentBackend, AgentJobs
 from services.dispatcher.backends.base import Backend
 from services.dispatcher.backends.carry import PayloadLinks
 from services.dispatcher.backends.local import LocalBackend
@@ -17,10 +18,14 @@ def _secret(value) -> str | None:
     return value.get_secret_value() if value is not None else None
 
 
-def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings, shared: dict,
-             links: PayloadLinks | None) -> Backend:
+def _backend(gpu: str, entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings, shared: dict,
+             links: PayloadLinks | None, agent_jobs: AgentJobs | None) -> Backend:
     config = catalogue.backends
     poll = settings.poll_interval_s
+    if entry.backend == "agent":
+        if agent_jobs is None:
+            raise ValueError(f"GPU {gpu!r} is served by runner agents, which need the job queue")
+        return AgentBackend(agent_jobs, entry.runners[0], gpu, poll)
     if entry.backend == "local":
         if "local" not in shared:
             shared["local"] = LocalBackend(Path(settings.runs_dir or Path.home() / ".kernelbot" / "runs"),
@@ -48,11 +53,14 @@ def _backend(entry: GpuEntry, catalogue: Catalogue, settings: DispatcherSettings
     return SlurmBackend(config.slurm, entry.target, _secret(settings.slurm_token), poll, entry.max_job_s)
 
 
-def build_lanes(catalogue: Catalogue, settings: DispatcherSettings, links: PayloadLinks | None = None) -> dict[str, Lane]:
-    """`links` (None: every payload inline) lets GitHub and Buildkite hand large payloads over by reference."""
+def build_lanes(catalogue: Catalogue, settings: DispatcherSettings, links: PayloadLinks | None = None,
+                agent_jobs: AgentJobs | None = None) -> dict[str, Lane]:
+    """`links` (None: every payload inline) lets GitHub and Buildkite hand large payloads over by reference;
+    `agent_jobs` is the job queue of the GPUs runner agents serve."""
     shared: dict = {}
     return {
-        gpu: Lane(backend=_backend(entry, catalogue, settings, shared, links), slots=entry.concurrent_runs(),
+        gpu: Lane(backend=_backend(gpu, entry, catalogue, settings, shared, links, agent_jobs),
+                  slots=entry.concurrent_runs(),
                   arch=entry.arch, max_job_s=entry.max_job_s)
         for gpu, entry in catalogue.gpus.items()
     }
