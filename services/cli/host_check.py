@@ -3,10 +3,13 @@ onboarding guide promises (docs/vendors.md). One line per check, `OK` or `FAIL`,
 
 Per agent (one per /etc/buildkite-agent/agent-N/buildkite-agent.cfg): its queue tag, its unit (GPU variable, slice,
 config), whether it runs, the slice's cgroup limits in force against the ones its unit file asks for, and how many
-GPUs a runner container started the way the pipeline starts it actually sees. Once for the host: the runner image,
-and the isolation a runner started here gives its runs (`full`, or `limits-only` and why: such runs are not ranked
-outside development mode). The checks read files below `--root` (default /) and ask `systemctl` and `docker` from
-PATH. `--json` prints the same as one JSON object, the isolation level and its reason included.
+GPUs a runner container started the way the pipeline starts it actually sees. Once for the host: the runner image.
+The checks read files below `--root` (default /) and ask `systemctl` and `docker` from PATH.
+
+Before the checks, one `INFO` line reports the isolation a runner started directly on this host gives its runs
+(`full`, or `limits-only` and why: such runs are not ranked outside development mode). It is reported, not checked:
+the agents' jobs run in the runner container, confined by its own sandbox. `--json` prints everything as one JSON
+object, the isolation level and its reason included.
 """
 
 from __future__ import annotations
@@ -170,16 +173,14 @@ def identity_check(root: Path) -> Check:
                                                                          f"runner.{name}.run.completed")
 
 
-def isolation_check(level: Level) -> Check:
+def isolation_line(level: Level) -> str:
     name, reason = level
-    full = name == "full"
-    return Check(full, "host", "isolation", f"{name}: {reason}" + ("" if full else
-                                                                     " (its runs will not be ranked outside "
-                                                                     "development mode)"))
+    note = "" if name == "full" else " (runs confined this way are not ranked outside development mode)"
+    return f"INFO {'host':<6} {'isolation':<10} {name}: {reason}{note}"
 
 
-def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE, level: Level = ("full", "")) -> list[Check]:
-    checks = [identity_check(root), isolation_check(level)]
+def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Check]:
+    checks = [identity_check(root)]
     # Jobs join their agent's slice by `docker run --cgroup-parent buildkite-gpuN.slice`, a slice name only the
     # systemd driver understands (with cgroupfs it would be a path outside the slice, unlimited).
     status, output = run(["docker", "info", "--format", "{{.CgroupDriver}}"])
@@ -220,13 +221,14 @@ def host_check(
     from runner.sandbox import sandbox_level
 
     level = sandbox_level()
-    checks = host_checks(root, run_command, image, level)
+    checks = host_checks(root, run_command, image)
     failed = sum(not check.ok for check in checks)
     if as_json:
         typer.echo(json.dumps({"isolation": {"level": level[0], "reason": level[1]}, "passed": not failed,
                                "checks": [{"ok": c.ok, "subject": c.subject, "name": c.name, "detail": c.detail}
                                           for c in checks]}))
     else:
+        typer.echo(isolation_line(level))
         for check in checks:
             typer.echo(check.line())
         typer.echo(f"{len(checks) - failed} of {len(checks)} checks passed")
