@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from schemas.contracts import FullResult
 from schemas.events import PlannedRun
@@ -27,8 +27,8 @@ class RunVerdict:
     harness_version: str = ""
     hardware: dict[str, str] = field(default_factory=dict)  # the comparable fingerprint it was measured on
     isolation: str = ""  # how the runner confined it (FullResult.isolation); "" from a runner older than that field
-    # Judged in development mode, where a run that was not fully isolated may rank. Recorded with the verdict, so
-    # that a rescore knows what was ranked under which mode.
+    # A run that was not fully isolated, judged in development mode, where it may rank. Recorded with the verdict,
+    # so that a rescore knows what was ranked under which mode.
     development: bool = False
 
 
@@ -101,8 +101,10 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str, development: bool
             score = score_of(outputs["leaderboard"], ranking_by)
         except (ScoreError, KeyError, ValueError) as exc:
             return RunVerdict(passed=False, reason=f"no score: {exc}")
-    return RunVerdict(passed=True, score=score, harness_version=harness, hardware=hardware_of(result.system),
-                      isolation=result.isolation, development=development)
+    verdict = RunVerdict(passed=True, score=score, harness_version=harness, hardware=hardware_of(result.system),
+                         isolation=result.isolation)
+    # the mode is recorded only where it decides, so an isolated run's verdict is the same in either mode
+    return replace(verdict, development=True) if development and unisolated(verdict) else verdict
 
 
 def failed_run_verdict(reason: str, detail: str) -> RunVerdict:

@@ -101,3 +101,9 @@ def test_the_report_of_a_run_not_fully_isolated_says_so(level: str, marked: bool
             "namespaces of its own; such a run is ranked only on a platform in development mode.")
     assert (note in text) is marked
     assert ("Isolation" in text) is marked
+
+
+def test_the_mode_is_recorded_only_where_it_decides():
+    assert verdict("full", development=True) == verdict("full", development=False)
+    assert verdict("", development=True) == verdict("", development=False)
+    assert verdict("limits-only", development=True) != verdict("limits-only", development=False)
