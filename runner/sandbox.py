@@ -247,3 +247,14 @@ def tasks_of_uid(uid: int) -> int:
         if int(fields.get("Uid", "-1 ").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
             count += int(fields.get("Threads", "1").strip())
     return count
+
+
+def sandbox_level() -> tuple[str, str]:
+    """How this host confines runs: ("full", what) or ("limits-only", a one-line reason). The scorer ranks only
+    `full` runs outside development mode; `kernelbot up` and `kernelbot host-check` say which one a host gives."""
+    if os.geteuid() != 0:
+        return "limits-only", "the runner is not root, so it cannot give a run its own uid and network namespace"
+    if not isolation_available():
+        return "limits-only", ("the runner may not create network and mount namespaces here "
+                               "(a container without CAP_SYS_ADMIN?)")
+    return "full", "a network namespace and a dedicated uid per run"

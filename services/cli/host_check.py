@@ -5,10 +5,16 @@ Per agent (one per /etc/buildkite-agent/agent-N/buildkite-agent.cfg): its queue 
 config), whether it runs, the slice's cgroup limits in force against the ones its unit file asks for, and how many
 GPUs a runner container started the way the pipeline starts it actually sees. Once for the host: the runner image.
 The checks read files below `--root` (default /) and ask `systemctl` and `docker` from PATH.
+
+Before the checks, one `INFO` line reports the isolation a runner started directly on this host gives its runs
+(`full`, or `limits-only` and why: such runs are not ranked outside development mode). It is reported, not checked:
+the agents' jobs run in the runner container, confined by its own sandbox. `--json` prints everything as one JSON
+object, the isolation level and its reason included.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 from collections.abc import Callable
@@ -24,6 +30,7 @@ CPU_PERIOD_US = 100_000  # systemd's default CPUQuotaPeriodSec
 RUNNER_IMAGE = "kernelbot-runner:latest"
 
 Runner = Callable[[list[str]], tuple[int, str]]
+Level = tuple[str, str]  # runner.sandbox.sandbox_level(): ("full" | "limits-only", reason)
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,12 @@ def identity_check(root: Path) -> Check:
                                                                          f"runner.{name}.run.completed")
 
 
+def isolation_line(level: Level) -> str:
+    name, reason = level
+    note = "" if name == "full" else " (runs confined this way are not ranked outside development mode)"
+    return f"INFO {'host':<6} {'isolation':<10} {name}: {reason}{note}"
+
+
 def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Check]:
     checks = [identity_check(root)]
     # Jobs join their agent's slice by `docker run --cgroup-parent buildkite-gpuN.slice`, a slice name only the
@@ -201,11 +214,22 @@ def host_check(
                                        help="Read the host's files below this directory (tests, a mounted image)")]
     = Path("/"),
     image: Annotated[str, typer.Option(help="The runner image the agents run")] = RUNNER_IMAGE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of lines")] = False,
 ) -> None:
-    """Check this GPU host's Buildkite agents: queue tag, unit, running, slice limits, one GPU each, the image."""
+    """Check this GPU host's Buildkite agents: queue tag, unit, running, slice limits, one GPU each, the image, and
+    the isolation a runner here gives its runs."""
+    from runner.sandbox import sandbox_level
+
+    level = sandbox_level()
     checks = host_checks(root, run_command, image)
-    for check in checks:
-        typer.echo(check.line())
     failed = sum(not check.ok for check in checks)
-    typer.echo(f"{len(checks) - failed} of {len(checks)} checks passed")
+    if as_json:
+        typer.echo(json.dumps({"isolation": {"level": level[0], "reason": level[1]}, "passed": not failed,
+                               "checks": [{"ok": c.ok, "subject": c.subject, "name": c.name, "detail": c.detail}
+                                          for c in checks]}))
+    else:
+        typer.echo(isolation_line(level))
+        for check in checks:
+            typer.echo(check.line())
+        typer.echo(f"{len(checks) - failed} of {len(checks)} checks passed")
     raise typer.Exit(1 if failed else 0)

@@ -48,13 +48,15 @@ SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger", "discord")
 def up(
     data_dir: Annotated[Path, typer.Option(help="Where NATS, Postgres and runs keep their data")] = None,
     port: Annotated[int, typer.Option(help="Gateway port")] = 8000,
+    dev: Annotated[bool, typer.Option("--dev", help="Development mode (KB_DEVELOPMENT_MODE): rank runs this "
+                                                    "machine could not fully isolate, marked as such")] = False,
 ) -> None:
     """Start the whole platform on this machine (its own NATS and Postgres unless KB_NATS_URL/KB_DATABASE_URL)."""
     from services.cli.up import run_up
     from services.kit.upstream_env import ConflictingSettings
 
     try:
-        run_up((data_dir or client.default_data_dir()).resolve(), port, typer.echo)
+        run_up((data_dir or client.default_data_dir()).resolve(), port, typer.echo, dev)
     except ConflictingSettings as exc:
         raise SystemExit(f"kernelbot up: {exc}") from None
 

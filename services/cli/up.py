@@ -32,6 +32,7 @@ LOCAL_USER_ID = "local"
 class Stack:
     data_dir: Path
     port: int
+    development: bool = False  # KB_DEVELOPMENT_MODE for the services: runs that were not fully isolated rank
     nats_url: str = ""
     database_url: str = ""
     servers: list = field(default_factory=list)
@@ -60,6 +61,8 @@ class Stack:
         env = {k: v for k, v in os.environ.items() if k.upper() != ALIASES["database_url"]}
         env.update(KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
                    KB_RUNS_DIR=str(self.data_dir / "runs"), KB_WORKER_ID=f"up-{self.data_dir.name}")
+        if self.development:
+            env["KB_DEVELOPMENT_MODE"] = "true"
         return env
 
     def spawn(self, name: str) -> None:
@@ -120,11 +123,29 @@ def _stop_on_signals() -> None:
         signal.signal(sig, interrupt)
 
 
-def run_up(data_dir: Path, port: int, echo) -> None:
+def isolation_line(level: str, reason: str, development: bool) -> str | None:
+    """What `kernelbot up` says at start about the isolation its local runner gives, when it is not full."""
+    if level == "full":
+        return None
+    if development:
+        return (f"Runs are confined by resource limits only: {reason}; development mode (--dev): they are ranked, "
+                f"and their reports say so")
+    return f"Runs are confined by resource limits only: {reason}; they will not be ranked unless --dev"
+
+
+def run_up(data_dir: Path, port: int, echo, development: bool = False) -> None:
+    from runner.sandbox import sandbox_level
+    from services.scorer.settings import ScorerSettings
+
     data_dir.mkdir(parents=True, exist_ok=True)
     _stop_on_signals()
-    stack = Stack(data_dir=data_dir, port=port)
+    # KB_DEVELOPMENT_MODE in the environment counts as --dev: the services read it as well
+    development = development or ScorerSettings().development_mode
+    stack = Stack(data_dir=data_dir, port=port, development=development)
     try:
+        line = isolation_line(*sandbox_level(), development)
+        if line:
+            echo(line)
         echo(f"Starting NATS and Postgres under {data_dir} ...")
         stack.start_infrastructure()
         for name in SERVICES:

@@ -106,6 +106,15 @@ def system_info(system: dict[str, Any], harness: dict[str, Any] | None = None) -
     return Text("\n".join(lines + fingerprint_lines(system.get("fingerprint") or {})))
 
 
+def isolation_note(result: dict[str, Any]) -> list[Part]:
+    """A run the runner could not fully isolate is marked: it ranks only on a platform in development mode."""
+    level = result.get("isolation") or ""
+    if level in ("", "full"):
+        return []
+    return [Text(f"⚠ Isolation: {level}. This runner confined the run by resource limits only, without a user and "
+                 "namespaces of its own; such a run is ranked only on a platform in development mode.")]
+
+
 def throttle_note(evaluation: dict[str, Any]) -> list[Part]:
     """A timed stage measured while a GPU slowed itself down is flagged: its times are not to be trusted."""
     telemetry = evaluation.get("telemetry") or {}
@@ -264,6 +273,7 @@ def long_report(result: dict[str, Any], extra: str = "") -> list[Part]:
     runs: dict[str, Any] = result.get("runs", {})
     parts: list[Part] = [Text(extra)] if extra else []
     parts.append(system_info(result.get("system") or {}, _harness_of(runs)))
+    parts.extend(isolation_note(result))
     if "test" in runs:
         failed = failure_parts(runs["test"])
         if failed:

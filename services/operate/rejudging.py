@@ -13,6 +13,7 @@ from schemas.operations_events import RejudgeAction, RejudgeRequested
 from services.core import operations_repository as repository
 from services.scorer import rejudge
 from services.scorer.scoring import BoardEntry
+from services.scorer.settings import ScorerSettings
 
 
 class RejudgeError(Exception):
@@ -71,7 +72,7 @@ async def preview(conn: asyncpg.Connection, request: RejudgeRequested, gpus: lis
     try:
         async with conn.transaction():
             before = {gpu: await rejudge.standing(conn, request.leaderboard, gpu) for gpu in gpus}
-            await rejudge.rescore(conn, request)
+            await rejudge.rescore(conn, request, ScorerSettings().development_mode)
             for gpu in gpus:
                 moves[gpu] = rank_moves(before[gpu], await rejudge.standing(conn, request.leaderboard, gpu))
             raise _RollBack

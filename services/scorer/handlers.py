@@ -33,6 +33,7 @@ class ScorerConfig:
     """What the scorer's handlers take from its settings (set by its app at start)."""
 
     same_hardware: bool  # ScorerSettings.same_hardware
+    development_mode: bool = False  # ScorerSettings.development_mode
 
 
 router = NatsRouter()
@@ -44,6 +45,12 @@ def _same_hardware() -> bool:
     """The deployment's choice: the running scorer's, or, where no scorer runs (an operator's replay), the
     environment's, so a replay judges as the live scorer did."""
     return kit.config.same_hardware if kit.config is not None else ScorerSettings().same_hardware
+
+
+def _development() -> bool:
+    """Whether runs that were not fully isolated may rank: the running scorer's setting, else (a replay) the
+    environment's, as for `_same_hardware`."""
+    return kit.config.development_mode if kit.config is not None else ScorerSettings().development_mode
 
 
 document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
@@ -108,7 +115,7 @@ async def apply_accepted(conn, event: SubmissionAccepted) -> list[Event]:
 
 async def apply_run_completed(conn, event: RunCompleted) -> list[Event]:
     await repository.lock_submission(conn, event.submission_id)
-    verdict = scoring.verdict_of(event.result, event.mode, event.ranking_by)
+    verdict = scoring.verdict_of(event.result, event.mode, event.ranking_by, _development())
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
                                         event.secret, verdict):
         return []  # this run was already judged: a duplicate report counts once
@@ -158,7 +165,7 @@ async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
 async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
     if event.action != "rescore":
         return []  # a rerun is judged run by run, as its runs end
-    return await rejudge.rescore(conn, event)
+    return await rejudge.rescore(conn, event, _development())
 
 
 async def apply_rerun_planned(conn, event: RerunPlanned) -> list[Event]:

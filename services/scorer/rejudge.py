@@ -55,8 +55,9 @@ async def rebuild_board(conn: asyncpg.Connection, request: RejudgeRequested, boa
     return await best.refresh(conn, [key for key in keys if key[:2] == (board, gpu)], change)
 
 
-async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[Event]:
-    """Judge every ranked submission of the board again from its stored results; the events that records."""
+async def rescore(conn: asyncpg.Connection, request: RejudgeRequested, development: bool = False) -> list[Event]:
+    """Judge every ranked submission of the board again from its stored results, in `development` mode or not;
+    the events that records."""
     await repository.lock_boards(conn)
     rows = await repository.board_submissions(conn, request.leaderboard)
     ids = [r["submission_id"] for r in rows]
@@ -72,7 +73,7 @@ async def rescore(conn: asyncpg.Connection, request: RejudgeRequested) -> list[E
         references = rescoring.references_of(all_judged, await repository.board_hardware(conn, board))
     for row, judged in zip(rows, all_judged, strict=True):
         ranking_by = request.ranking_by or row["ranking_by"]
-        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus, references)
+        changes, new_verdicts = rescoring.revisions(judged, ranking_by, gpus, references, development)
         for run_id, verdict in new_verdicts.items():
             if verdict != judged.verdicts.get(run_id):
                 await repository.set_verdict(conn, run_id, verdict)

@@ -37,13 +37,14 @@ class Revision:
     reason: str = ""
 
 
-def rescored_verdicts(judged: Judged, ranking_by: str) -> dict[str, RunVerdict]:
-    """Every completed run judged again under `ranking_by`; runs that never completed keep their verdict."""
+def rescored_verdicts(judged: Judged, ranking_by: str, development: bool = False) -> dict[str, RunVerdict]:
+    """Every completed run judged again under `ranking_by` (and the development mode now in force); runs that never
+    completed keep their verdict."""
     verdicts = dict(judged.verdicts)
     for run in judged.planned:
         result = judged.results.get(run.run_id)
         if result is not None:
-            verdicts[run.run_id] = scoring.verdict_of(result, run.mode, ranking_by)
+            verdicts[run.run_id] = scoring.verdict_of(result, run.mode, ranking_by, development)
     return verdicts
 
 
@@ -88,10 +89,12 @@ def rejection_reasons(judged: Judged, verdicts: dict[str, RunVerdict]) -> dict[s
 
 
 def revisions(judged: Judged, ranking_by: str, gpus: set[str] | None,
-              references: dict[str, dict[str, str]] | None = None) -> tuple[list[Revision], dict[str, RunVerdict]]:
+              references: dict[str, dict[str, str]] | None = None, development: bool = False,
+              ) -> tuple[list[Revision], dict[str, RunVerdict]]:
     """What a rescore changes for one submission, and its new verdicts; with `references`, a score measured on
-    other hardware than its board's is withdrawn."""
-    new_verdicts = rescored_verdicts(judged, ranking_by)
+    other hardware than its board's is withdrawn; outside `development` mode, so is one whose runs were not fully
+    isolated (ranked while development mode was on)."""
+    new_verdicts = rescored_verdicts(judged, ranking_by, development)
     before = {} if judged.hold == "cleared" else scores_of(judged, judged.verdicts, gpus)
     after, mismatched = comparable(scores_of(judged, new_verdicts, gpus), references)
     reasons = rejection_reasons(judged, new_verdicts) if before.keys() - after.keys() else {}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from schemas.contracts import FullResult
 from schemas.events import PlannedRun
@@ -26,6 +26,10 @@ class RunVerdict:
     score: float | None = None
     harness_version: str = ""
     hardware: dict[str, str] = field(default_factory=dict)  # the comparable fingerprint it was measured on
+    isolation: str = ""  # how the runner confined it (FullResult.isolation); "" from a runner older than that field
+    # A run that was not fully isolated, judged in development mode, where it may rank. Recorded with the verdict,
+    # so that a rescore knows what was ranked under which mode.
+    development: bool = False
 
 
 def score_of(result: dict[str, str], ranking_by: str) -> float:
@@ -72,8 +76,8 @@ def _stage_failure(stage: str, evaluation) -> str | None:
     return f"{stage} failed: {_first_failure(run.result, 'benchmark')}"
 
 
-def verdict_of(result: FullResult, mode: str, ranking_by: str) -> RunVerdict:
-    """Judge one completed run."""
+def verdict_of(result: FullResult, mode: str, ranking_by: str, development: bool = False) -> RunVerdict:
+    """Judge one completed run (in `development` mode, see RunVerdict)."""
     if not result.success:
         return RunVerdict(passed=False, reason=result.error or "runner failed", runner_error=True)
     expected = RANKED_STAGES if mode in ("leaderboard", "private") else tuple(result.runs) or (mode,)
@@ -97,7 +101,10 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str) -> RunVerdict:
             score = score_of(outputs["leaderboard"], ranking_by)
         except (ScoreError, KeyError, ValueError) as exc:
             return RunVerdict(passed=False, reason=f"no score: {exc}")
-    return RunVerdict(passed=True, score=score, harness_version=harness, hardware=hardware_of(result.system))
+    verdict = RunVerdict(passed=True, score=score, harness_version=harness, hardware=hardware_of(result.system),
+                         isolation=result.isolation)
+    # the mode is recorded only where it decides, so an isolated run's verdict is the same in either mode
+    return replace(verdict, development=True) if development and unisolated(verdict) else verdict
 
 
 def failed_run_verdict(reason: str, detail: str) -> RunVerdict:
@@ -134,6 +141,22 @@ def one_line(text: str) -> str:
     return " ".join(text.split())[:MAX_ERROR_CHARS]
 
 
+def unisolated(verdict: RunVerdict) -> bool:
+    """A run its runner reported as not fully isolated: user code may have reached the runner, its result or the
+    network. "" (from a runner older than the level) is judged as it was before the level existed, so that the
+    history a replay or a rescore reads keeps its rankings (docs/security.md, "Isolation levels")."""
+    return verdict.isolation not in ("full", "")
+
+
+def isolation_refusal(gpu: str, verdicts: list[RunVerdict]) -> str | None:
+    """Why a score may not rank on `gpu`, when one of its runs was not fully isolated outside development mode."""
+    levels = sorted({v.isolation for v in verdicts if unisolated(v) and not v.development})
+    if not levels:
+        return None
+    return (f"not ranked on {gpu}: this runner could not isolate the run ({', '.join(levels)}: resource limits "
+            f"without a user or namespaces of its own; such runs rank only in development mode)")
+
+
 def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]) -> Decision:
     """The job outcome once every planned run has a verdict."""
     if any(v.timed_out for v in verdicts.values()):
@@ -163,6 +186,8 @@ def decide(mode: str, planned: list[PlannedRun], verdicts: dict[str, RunVerdict]
             reason = f"ranked validation failed on {gpu} ({pv.reason})"
         elif not sv.passed:
             reason = f"secret validation failed on {gpu}"
+        elif refusal := isolation_refusal(gpu, [pv, sv]):
+            reason = refusal
         else:
             assert pv.score is not None  # verdict_of scores every ranked run that passes
             scores.append(GpuScore(gpu, public.run_id, pv.score, sv.score, pv.harness_version, pv.hardware))

@@ -12,6 +12,7 @@ import httpx
 import yaml
 
 from problems import PROBLEMS_ROOT
+from runner.sandbox import sandbox_level
 from services.kit.embedded import free_port
 from tests.support.platform import Platform
 
@@ -43,7 +44,9 @@ def test_up_submit_show_stop_and_up_again(tmp_path):
     data_dir, port = tmp_path / "data", free_port()
     url = f"http://127.0.0.1:{port}"
     env = _clean_env(KB_DATA_DIR=str(data_dir), KB_URL=url)
-    command = [*KERNELBOT, "up", "--data-dir", str(data_dir), "--port", str(port)]
+    # where runs cannot be isolated (not root) only development mode ranks them
+    dev = ["--dev"] if sandbox_level()[0] != "full" else []
+    command = [*KERNELBOT, "up", "--data-dir", str(data_dir), "--port", str(port), *dev]
     up = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         _wait_healthy(url, up)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,43 @@ def test_a_runner_identity_file_must_be_private_and_well_named(host):
     done = check(host)
     assert done.returncode == 1 and lines(done)["host", "identity"] == "FAIL"
     assert "expected 600" in done.stdout and "secret" not in done.stdout
+
+
+UNPRIVILEGED = ["unshare", "--user", "--map-user=4242", "--map-group=4242"]  # root outside, uid 4242 inside
+
+
+def _can_drop_root() -> bool:
+    try:
+        return subprocess.run([*UNPRIVILEGED, "true"], capture_output=True, timeout=30).returncode == 0
+    except OSError:
+        return False
+
+
+def test_the_isolation_this_host_gives_is_reported_on_one_line_and_in_the_json(host):
+    from runner.sandbox import sandbox_level
+
+    level, reason = sandbox_level()  # this process is the user host-check runs as
+    done = check(host)
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("INFO")]
+    assert line.split()[:4] == ["INFO", "host", "isolation", f"{level}:"] and reason in line
+
+    as_json = subprocess.run([str(KERNELBOT), "host-check", "--root", str(host.root), "--json"], env=host.env(),
+                             capture_output=True, text=True, timeout=120, check=False)
+    report = json.loads(as_json.stdout)
+    assert report["isolation"] == {"level": level, "reason": reason}
+    assert as_json.returncode == done.returncode == (0 if report["passed"] else 1)
+    assert {(c["subject"], c["name"]): c["ok"] for c in report["checks"]} == {
+        key: verdict == "OK" for key, verdict in lines(done).items()}
+
+
+@pytest.mark.skipif(not _can_drop_root(), reason="needs `unshare --user` (user namespaces)")
+def test_a_host_where_the_runner_is_not_root_reports_limits_only_and_why(host):
+    done = subprocess.run([*UNPRIVILEGED, str(KERNELBOT), "host-check", "--root", str(host.root), "--json"],
+                          env=host.env(), capture_output=True, text=True, timeout=120, check=False)
+    isolation = json.loads(done.stdout)["isolation"]
+    assert isolation == {"level": "limits-only",
+                         "reason": "the runner is not root, so it cannot give a run its own uid and network namespace"}
+    lines_out = subprocess.run([*UNPRIVILEGED, str(KERNELBOT), "host-check", "--root", str(host.root)],
+                               env=host.env(), capture_output=True, text=True, timeout=120, check=False).stdout
+    assert "INFO host   isolation  limits-only: the runner is not root" in lines_out
+    assert "not ranked outside development mode" in lines_out
