@@ -12,6 +12,7 @@ from services.core import read_model as repository
 from services.kit.db import create_pool
 from tests.gateway.conftest import CODE, cli, new_user
 from tests.support.events import archived, query
+from tests.support.oauth_platform import hidden_fields
 from tests.support.platform import ADMIN_TOKEN
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -51,10 +52,12 @@ def test_registration_keeps_the_digest_and_the_clear_id_submits_and_polls(gatewa
 
 def test_web_sign_in_takes_the_clear_id_and_ends_with_it(gateway):
     user_id, cli_id = new_user(gateway)
-    with_digest = gateway.http.post("/web/login", data={"cli_id": cli_id_hash(cli_id)}, follow_redirects=False)
+    form = hidden_fields(gateway.http.get("/web/login").text)  # the form token, as a browser would post it
+    with_digest = gateway.http.post("/web/login", data={**form, "cli_id": cli_id_hash(cli_id)},
+                                    follow_redirects=False)
     assert with_digest.status_code == 401
 
-    signed_in = gateway.http.post("/web/login", data={"cli_id": cli_id, "next": "/web/submissions"},
+    signed_in = gateway.http.post("/web/login", data={**form, "cli_id": cli_id, "next": "/web/submissions"},
                                   follow_redirects=False)
     assert signed_in.status_code == 303, signed_in.text
     cookie = signed_in.cookies["kb_session"]

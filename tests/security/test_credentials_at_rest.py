@@ -17,6 +17,7 @@ import pytest
 from problems import PROBLEMS_ROOT
 from tests.operate.conftest import run_cli
 from tests.support.events import publish_raw, query
+from tests.support.oauth_platform import hidden_fields
 from tests.support.platform import ADMIN_TOKEN, Platform, identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
@@ -115,7 +116,8 @@ def test_a_copy_of_the_database_and_the_stream_holds_no_working_cli_id(platform)
     accepted = platform.submit(cli_id, "open", "null", "leaderboard", CODE)
     assert accepted.status_code == 202, accepted.text
     platform.wait_done(cli_id, accepted.json()["details"]["id"], timeout=60)
-    signed_in = platform.http.post("/web/login", data={"cli_id": cli_id}, follow_redirects=False)
+    form = hidden_fields(platform.http.get("/web/login").text)  # the form token, as a browser would post it
+    signed_in = platform.http.post("/web/login", data={**form, "cli_id": cli_id}, follow_redirects=False)
     assert signed_in.status_code == 303
     platform.http.cookies.clear()
 
