@@ -2,10 +2,11 @@
 
 A Python problem in the standard reference-kernels shape (`reference.py` with `generate_input` and
 `check_implementation`, `task.py`, and a `main` that is the stock `eval.py`) can be judged by KernelBot's
-supervisor/worker harness instead of its own `eval.py`, when its task (task.yml `harness: kernelbot`, or the
-competition file's `harness`) asks for it. The stock harness is recognised by the SHA-256 of its text, never by its
-file name: a problem whose `eval.py` differs from every known stock version keeps running it, and the run is marked
-unprotected (its timer, checker and result pipe share a process with the submission).
+supervisor/worker harness instead of its own `eval.py`. That is the default (task.yml `harness: kernelbot`); a task
+or competition file that says `harness: problem` keeps the problem's own. The stock harness is recognised by the
+SHA-256 of its text, never by its file name: a problem whose `eval.py` differs from every known stock version keeps
+running it, and the run is marked unprotected (its timer, checker and result pipe share a process with the
+submission).
 
 The decision lands in every stage's `EvalResult.harness` (`kind`, `version`, `protected`, `reason`, `main_sha256`),
 written by the runner, never taken from the result channel that user code may reach; the scorer reads the version
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from problems import PROBLEMS_ROOT
-from schemas.contracts import RunPayload
+from schemas.contracts import PyConfig, RunPayload, Task
 
 # Known stock reference-kernels Python harnesses: SHA-256 of the UTF-8 text (as task.yml loading reads it, with
 # "\n" line endings) -> where it comes from. Only versions whose behaviour our harness reproduces belong here
@@ -102,6 +103,12 @@ def has_reference_kernels_shape(payload: RunPayload) -> str:
     return ""
 
 
+def harness_field_applies(task: Task) -> bool:
+    """Whether a task's `harness` can change what judges it: not for CUDA (the harness is whichever eval.cu the task
+    ships) nor for a task whose main is already our own eval.py."""
+    return isinstance(task.config, PyConfig) and task.files.get(task.config.main) != _ours("eval.py")
+
+
 def choose_harness(payload: RunPayload) -> HarnessPlan:
     """The harness that judges `payload`, and the payload the runner executes for it."""
     if payload.lang == "cu":
@@ -121,7 +128,7 @@ def choose_harness(payload: RunPayload) -> HarnessPlan:
     missing = missing or has_reference_kernels_shape(payload)
     if missing:
         return HarnessPlan(payload, _info("problem", f"problem {payload.main} sha256:{main_sha[:12]}", False,
-                                          f"KernelBot's harness was asked for, but {missing}; {UNPROTECTED}",
+                                          f"KernelBot's harness cannot take its place: {missing}; {UNPROTECTED}",
                                           main_sha))
     sources = {**payload.sources, payload.main: ours, **{name: _ours(name) for name in OUR_PY_FILES}}
     version = f"{_version(PY_VERSION, ours)} +reference-kernels"

@@ -27,6 +27,9 @@ OPTIONAL_FIELDS = (
 )
 RANKING_CHOICES = ("last", "mean", "geom")
 HARNESS_CHOICES = ("problem", "kernelbot")
+# Ours wherever the problem fits it (runner/harness_choice.py decides per run); `harness: problem` keeps the
+# problem's own eval.py.
+DEFAULT_HARNESS = "kernelbot"
 
 
 class TaskFileError(ValueError):
@@ -118,7 +121,7 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
     seed = data.get("seed")
     if seed is not None:
         seed = check_int("seed", seed)
-    harness = data.get("harness", "problem")
+    harness = data.get("harness", DEFAULT_HARNESS)
     if harness not in HARNESS_CHOICES:
         raise FieldError("harness", f"must be one of {', '.join(HARNESS_CHOICES)}, got {harness!r}")
 

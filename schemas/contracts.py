@@ -14,7 +14,8 @@ Mode = Literal["test", "benchmark", "profile", "leaderboard", "private"]
 UserMode = Literal["test", "benchmark", "profile", "leaderboard"]
 CaseValue = int | str | list[int]
 # Which harness judges a Python problem: its own `config.main` ("problem", upstream's behaviour), or KernelBot's
-# supervisor/worker harness in its place where the problem has the standard reference-kernels shape ("kernelbot").
+# supervisor/worker harness in its place where the problem has the standard reference-kernels shape ("kernelbot",
+# the default: a problem that does not fit keeps its own harness, marked unprotected).
 HarnessChoice = Literal["problem", "kernelbot"]
 
 
@@ -52,7 +53,7 @@ class Task(_Frozen):
     ranking_by: RankingBy = "last"
     seed: int | None = None
     multi_gpu: bool = False
-    harness: HarnessChoice = "problem"
+    harness: HarnessChoice = "kernelbot"
 
     @property
     def submission_file(self) -> str:
@@ -82,7 +83,7 @@ class RunPayload(_Frozen):
     defines: dict[str, str] = {}
     include_dirs: list[str] = []
     compile_flags: list[str] = []
-    harness: HarnessChoice = "problem"
+    harness: HarnessChoice = "kernelbot"
     submission_file: str | None = None  # which of the files holds the user's code
 
 

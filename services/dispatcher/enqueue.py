@@ -6,18 +6,23 @@ from collections.abc import Sequence
 
 from runner.payload import build_payload
 from schemas.events import PlannedRun, RunRequested
-from services.dispatcher import repository
+from services.dispatcher import repository, seeds
 from services.dispatcher.planning import StoredRun
 from services.dispatcher.repository import Board
 
 
 async def enqueue_runs(conn, board: Board, submission_id: int, code: str, runs: Sequence[PlannedRun],
                        budget_s: int, tags: dict[str, str]) -> list[RunRequested]:
-    """Store each planned run with its payload (the board's task with `code`, the secret seed for secret runs) and
-    the leaderboard it counts for; return the RunRequested of each, to publish in the same transaction."""
+    """Store each planned run with its payload (the board's task with `code`; a secret run's own seed, derived from
+    the board's seed key and the run id) and the leaderboard it counts for; return the RunRequested of each, to
+    publish in the same transaction.
+
+    The run id names the run: a relaunch of the same run reuses its stored payload and seed, and a rerun
+    (`rejudge --rerun`) is a new run with a new id, hence a new seed."""
+    key = await repository.seed_key(conn, board.id, seeds.new_seed_key()) if any(r.secret for r in runs) else b""
     requested = []
     for run in runs:
-        seed = board.secret_seed if run.secret else board.task.seed
+        seed = seeds.run_seed(key, run.run_id) if run.secret else board.task.seed
         payload = build_payload(board.task, code, run_id=run.run_id, gpu=run.gpu, mode=run.mode, secret=run.secret,
                                 seed=seed)
         stored = StoredRun.model_validate(payload.model_dump() | {"leaderboard": board.view.name})

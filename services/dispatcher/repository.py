@@ -11,7 +11,7 @@ from schemas.contracts import Task
 from services.core.admission.policy import LeaderboardView
 
 LEADERBOARD = """
-SELECT id, name, gpus, deadline, task, secret_seed, ranking_by, visibility FROM leaderboards
+SELECT id, name, gpus, deadline, task, ranking_by, visibility FROM leaderboards
 WHERE lower(name) = lower($1)
 """
 ENQUEUE = """
@@ -19,6 +19,14 @@ INSERT INTO dispatch_runs (run_id, submission_id, gpu, payload, timeout_s) VALUE
 ON CONFLICT (run_id) DO NOTHING
 """
 NOTIFY_QUEUE = "SELECT pg_notify('kb_dispatch', $1)"
+SEED_KEY = "SELECT seed_key FROM dispatch_seed_keys WHERE leaderboard_id = $1"
+# Two dispatchers drawing a board's first key at once: the second blocks on the first's row and returns its key
+# (the no-op update makes RETURNING yield the row that won).
+DRAW_SEED_KEY = """
+INSERT INTO dispatch_seed_keys (leaderboard_id, seed_key) VALUES ($1, $2)
+ON CONFLICT (leaderboard_id) DO UPDATE SET seed_key = dispatch_seed_keys.seed_key
+RETURNING seed_key
+"""
 # Our own unfinished runs from a previous life are claimed again: they are resumed, not relaunched. A claim keeps
 # the attempt number (only a requeue raises it), so the launch key of an attempt is the same whoever claims it.
 CLAIM = """
@@ -66,7 +74,6 @@ class Board:
     id: int
     view: LeaderboardView
     task: Task
-    secret_seed: int
     ranking_by: str
 
 
@@ -90,7 +97,13 @@ async def board(conn: asyncpg.Connection, name: str) -> Board | None:
     task = Task.model_validate(row["task"])
     view = LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"], lang=task.lang,
                            visibility=row["visibility"])
-    return Board(id=row["id"], view=view, task=task, secret_seed=row["secret_seed"], ranking_by=row["ranking_by"])
+    return Board(id=row["id"], view=view, task=task, ranking_by=row["ranking_by"])
+
+
+async def seed_key(conn: asyncpg.Connection, leaderboard_id: int, drawn: bytes) -> bytes:
+    """The board's seed key; `drawn` becomes it when the board has none yet."""
+    found = await conn.fetchval(SEED_KEY, leaderboard_id)
+    return bytes(found if found is not None else await conn.fetchval(DRAW_SEED_KEY, leaderboard_id, drawn))
 
 
 async def enqueue(conn: asyncpg.Connection, run_id: str, submission_id: int, gpu: str, payload: dict,

@@ -68,7 +68,24 @@ def test_our_harness_ships_whole_wherever_it_goes(monkeypatch):
             "harness_measure.py"} <= set(supervisor.HIDDEN_FROM_WORKER)
 
 
-def test_without_asking_the_problem_keeps_its_harness_marked_unprotected():
+def test_ours_is_the_default_where_the_problem_fits_it():
+    """The fixture's task.yml says nothing about the harness: its stock eval.py is replaced by ours."""
+    task = load_problem(VECTORADD).task
+    assert task.harness == "kernelbot"
+    plan = choose_harness(build_payload(task, "x", run_id="r", gpu="cpu", mode="test", secret=False, seed=None))
+    assert plan.protected and plan.payload.sources["eval.py"] == OUR_EVAL
+
+
+def test_a_problem_that_does_not_fit_keeps_its_own_harness_by_default_marked_unprotected():
+    grayscale = load_problem(FIXTURE / "pmpp_v2" / "grayscale_py").task  # ships its own eval.py
+    assert grayscale.harness == "kernelbot"
+    plan = choose_harness(build_payload(grayscale, "x", run_id="r", gpu="cpu", mode="test", secret=False, seed=None))
+    assert not plan.protected and plan.info["kind"] == "problem"
+    assert plan.payload.sources["eval.py"] == grayscale.files["eval.py"]
+    assert "is not a known stock reference-kernels harness" in plan.info["reason"]
+
+
+def test_asking_for_the_problems_own_harness_keeps_it_marked_unprotected():
     task = load_problem(VECTORADD).task
     plan = choose_harness(payload_for(task, harness="problem"))
     assert not plan.protected and plan.info["kind"] == "problem"
@@ -112,12 +129,13 @@ def test_our_own_bundled_harness_is_protected_and_a_foreign_cuda_harness_is_not(
     assert not plan.protected and plan.info["version"].startswith("problem eval.cu sha256:")
 
 
-def test_task_yml_may_ask_for_our_harness_and_a_wrong_value_names_the_field(tmp_path):
+def test_task_yml_may_ask_for_either_harness_and_a_wrong_value_names_the_field(tmp_path):
     checkout = Path(shutil.copytree(FIXTURE, tmp_path / "problems"))
     task_file = checkout / "pmpp_v2" / "vectoradd_py" / "task.yml"
     data = yaml.safe_load(task_file.read_text())
-    task_file.write_text(yaml.safe_dump({**data, "harness": "kernelbot"}))
-    assert load_problem(task_file.parent).task.harness == "kernelbot"
+    for harness in ("kernelbot", "problem"):
+        task_file.write_text(yaml.safe_dump({**data, "harness": harness}))
+        assert load_problem(task_file.parent).task.harness == harness
     task_file.write_text(yaml.safe_dump({**data, "harness": "ours"}))
     with pytest.raises(TaskFileError, match="harness: must be one of problem, kernelbot"):
         load_problem(task_file.parent)
@@ -132,13 +150,13 @@ def test_the_competition_file_chooses_per_competition_and_per_problem(tmp_path):
     checkout = Path(shutil.copytree(FIXTURE, tmp_path / "problems"))
     competition = checkout / "pmpp_v2.yaml"
     data = yaml.safe_load(competition.read_text())
-    data["harness"] = "kernelbot"  # the whole competition...
-    data["problems"][1]["harness"] = "problem"  # ...except grayscale, which keeps its own
+    data["harness"] = "problem"  # the whole competition...
+    data["problems"][0]["harness"] = "kernelbot"  # ...except vectoradd, which gets ours
     competition.write_text(yaml.safe_dump(data))
     events = {event.name: event for event in sync(checkout).events}
     assert events["vectoradd_v2"].task.harness == "kernelbot"
     assert events["grayscale_v2"].task.harness == "problem"
-    assert events["matmul_cu_v2"].task.harness == "kernelbot"  # asked; the runner then marks it unprotected
+    assert events["matmul_cu_v2"].task.harness == "problem"
 
     data["harness"] = "someone else's"
     competition.write_text(yaml.safe_dump(data))
@@ -154,10 +172,34 @@ def test_switching_the_harness_of_a_board_needs_force(tmp_path):
                for e in sync(checkout).events}
     competition = checkout / "pmpp_v2.yaml"
     data = yaml.safe_load(competition.read_text())
-    competition.write_text(yaml.safe_dump({**data, "harness": "kernelbot"}))
+    competition.write_text(yaml.safe_dump({**data, "harness": "problem"}))
     held = sync(checkout, created)
     assert {"name": "vectoradd_v2", "reason": "significant task changes require --force"} in held.skipped
     assert "vectoradd_v2" in sync(checkout, created, force=True).updated
+    # where the field cannot change what judges the board (CUDA here), it is no change at all
+    assert {"name": "matmul_cu_v2", "reason": "no changes"} in held.skipped
+
+
+def test_boards_stored_before_the_new_default_need_force_only_where_the_harness_changes(tmp_path):
+    """A board stored with the old default (`problem`) and a task.yml that does not say: a stock eval.py now gets
+    ours, which changes its judge (force); our own eval.py was ours already (no change)."""
+    from services.core.problems.sync import Board
+
+    checkout = Path(shutil.copytree(FIXTURE, tmp_path / "problems"))
+    old = {e.name: Board(e.name, {**e.task.model_dump(mode="json"), "harness": "problem"}, e.description,
+                         e.templates, e.deadline) for e in sync(checkout).events}
+    held = sync(checkout, old)
+    assert {"name": "vectoradd_v2", "reason": "significant task changes require --force"} in held.skipped
+    assert {"name": "matmul_cu_v2", "reason": "no changes"} in held.skipped
+
+    examples = PROBLEMS_ROOT.parent / "problems"
+    bundled = plan_sync(examples, {}, problem_set="examples", force=False, visibility="public",
+                        now=datetime(2026, 1, 1, tzinfo=UTC), new_secret=lambda: 7, event_tag="t").events
+    old = {e.name: Board(e.name, {**e.task.model_dump(mode="json"), "harness": "problem"}, e.description,
+                         e.templates, e.deadline) for e in bundled}
+    again = plan_sync(examples, old, problem_set="examples", force=False, visibility="public",
+                      now=datetime(2026, 1, 1, tzinfo=UTC), new_secret=lambda: 7, event_tag="t")
+    assert again.events == [] and {item["reason"] for item in again.skipped} == {"no changes"}
 
 
 def test_the_long_report_names_a_protected_harness():

@@ -21,6 +21,7 @@ from runner.competition import (
     load_competition,
     parse_deadline,
 )
+from runner.harness_choice import harness_field_applies
 from runner.taskfile import TASK_FILE_NAME, LoadedProblem, TaskFileError, load_problem
 from schemas.contracts import Task
 from schemas.envelope import Event
@@ -207,6 +208,11 @@ def _plan_create(plan: SyncPlan, name: str, entry: CompetitionEntry, problem: Lo
 def _plan_update(plan: SyncPlan, board: Board, problem: LoadedProblem, deadline: datetime,
                  boards: dict[str, Board], force: bool, event_tag: str) -> None:
     new, old = problem.task.model_dump(mode="json"), stored_task(board.task)
+    if new["harness"] != old["harness"] and not harness_field_applies(problem.task):
+        # Boards stored before `kernelbot` became the default say `problem`; where the field changes nothing (our
+        # own eval.py, or CUDA) the stored value stays, so that the new default alone is not a change needing force.
+        problem = replace(problem, task=problem.task.model_copy(update={"harness": old["harness"]}))
+        new = problem.task.model_dump(mode="json")
     significant = [key for key in SIGNIFICANT if new.get(key) != old.get(key)]
     changed = new != old or problem.description != board.description or problem.templates != board.templates \
         or deadline != board.deadline
