@@ -28,7 +28,9 @@ from pathlib import Path
 
 from .seccomp import build_filter
 
-INSIDE_ID = 1000  # the uid and gid user code has inside the sandbox
+# The uid and gid user code has inside the sandbox: as root the run's own uid (the same number outside); else one
+# that is not the runner's, whose uid it stands for outside.
+INSIDE_ID = 61_000
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/sys")
 FRESH_TMPFS = ("/tmp", "/var/tmp", "/dev/shm")
 INIT_SOURCE = Path(__file__).with_name("sandbox_init.py")
@@ -79,8 +81,8 @@ def readable_paths() -> list[str]:
     return kept
 
 
-def bwrap_arguments(base: Path, disk: int | None, devices: list[str]) -> list[str]:
-    args = ["--unshare-user", "--uid", str(INSIDE_ID), "--gid", str(INSIDE_ID), "--unshare-pid", "--unshare-ipc",
+def bwrap_arguments(base: Path, disk: int | None, devices: list[str], inside: int) -> list[str]:
+    args = ["--unshare-user", "--uid", str(inside), "--gid", str(inside), "--unshare-pid", "--unshare-ipc",
             "--unshare-net", "--unshare-uts", "--hostname", "kernelbot-run", "--unshare-cgroup",
             "--die-with-parent", "--new-session", "--as-pid-1", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin"]
     for top in SYSTEM_DIRS:
@@ -108,8 +110,8 @@ def bwrap_arguments(base: Path, disk: int | None, devices: list[str]) -> list[st
 class Holder:
     """A run's bubblewrap sandbox, held open by its init until `close`."""
 
-    def __init__(self, process: subprocess.Popen, control: int, answers: int, pid: int) -> None:
-        self.process, self.control, self.answers, self.pid = process, control, answers, pid
+    def __init__(self, process: subprocess.Popen, control: int, answers: int, pid: int, inside: int) -> None:
+        self.process, self.control, self.answers, self.pid, self.inside = process, control, answers, pid, inside
         self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino
 
     @classmethod
@@ -125,7 +127,8 @@ class Holder:
         answer_read, answer_write = os.pipe()
         os.write(filter_write, build_filter())
         os.close(filter_write)
-        argv = [binary, *bwrap_arguments(base, disk, gpu_devices()), "--seccomp", str(filter_read),
+        inside = uid if uid is not None else INSIDE_ID if os.getuid() != INSIDE_ID else INSIDE_ID + 1
+        argv = [binary, *bwrap_arguments(base, disk, gpu_devices(), inside), "--seccomp", str(filter_read),
                 "--info-fd", str(info_write), "--", sys.executable, "-I", "-S", "-c", INIT_SOURCE.read_text()]
         if uid is not None:
             spec = {"reveal": reveal, "uid": uid, "gid": uid}
@@ -157,11 +160,11 @@ class Holder:
             message = error.decode(errors="replace").strip().splitlines()
             raise SandboxUnavailable(message[-1] if message else f"bwrap ended with status {process.returncode}")
         process.stderr.close()
-        return cls(process, control_write, answer_read, pid)
+        return cls(process, control_write, answer_read, pid, inside)
 
     def join_spec(self, readonly: list[str]) -> dict:
         """What runner/confine.py's `join` needs to enter this sandbox."""
-        return {"pid": self.pid, "userns": self.userns, "uid": INSIDE_ID, "gid": INSIDE_ID, "readonly": readonly,
+        return {"pid": self.pid, "userns": self.userns, "uid": self.inside, "gid": self.inside, "readonly": readonly,
                 "seccomp": build_filter().hex()}
 
     def kill_strays(self) -> None:

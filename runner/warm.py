@@ -245,13 +245,14 @@ def main(argv: list[str]) -> int:
     import runner.__main__  # noqa: F401 - what a forked runner runs
     import runner.confine  # noqa: F401 - what each child applies
     import runner.warm_child  # noqa: F401
-    from runner.sandbox import isolation_available
+    from runner.sandbox import isolation_available, sandbox_level
     from runner.sysinfo import collect_system_info
 
     preload()
     # Known once here, inherited by every runner forked from here (both are cached per process).
     collect_system_info()
     isolation_available()
+    sandbox_level()
     server = Server(argv[1], base_path)
     print(f"warm runner ready on {argv[1]}", flush=True)
     server.serve()

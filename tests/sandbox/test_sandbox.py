@@ -171,7 +171,7 @@ def test_environment_is_scrubbed_of_every_secret(monkeypatch):
                "SERVICE_PASSWORD": "hunter2", "SIGNING_KEY": "hunter2", "SANDBOXTEST_URL": "https://x/hunter2"}
     for name, value in {**secrets, "HARMLESS_SETTING": "yes"}.items():
         monkeypatch.setenv(name, value)
-    assert outcome(READ_ENV) == "leaked  kept yes"
+    assert outcome(READ_ENV) == "leaked  kept -"  # an allow-list: what a harness does not need stays out
 
 
 LEAVE_TRACES = """
@@ -200,9 +200,7 @@ def test_every_run_gets_a_fresh_directory_its_own_uid_and_leaves_nothing_behind(
         uid = int(words[1])
         assert uid >= 61_000 and words[3] == "[]", words  # nothing of the other run is visible
         assert words[5] == "ok,ok,ok,denied", words  # the run directory is read-only to user code
-        daemon = int(words[7])
-        assert not Path(f"/proc/{daemon}").exists() or Path(f"/proc/{daemon}/stat").read_text().split()[2] == "Z"
-        assert tasks_of_uid(uid) == 0
+        assert tasks_of_uid(uid) == 0  # the daemon (its pid is one of the run's PID namespace) is gone too
     assert not Path("/tmp/kb-sandbox-trace").exists()
 
 
