@@ -151,7 +151,10 @@ def join(libc, spec: dict) -> None:
     install_seccomp(libc, bytes.fromhex(spec["seccomp"]))
     child = os.fork()  # a process joins a PID namespace only through its children
     if child == 0:
-        os.chdir(cwd)
+        try:
+            os.chdir(cwd)
+        except OSError:  # a directory the sandbox does not hold (a warm fork's, which then enters the run's own)
+            os.chdir("/")
         return
     _mirror(child)
 
