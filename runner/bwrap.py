@@ -104,7 +104,7 @@ def bwrap_arguments(base: Path, disk: int | None, devices: list[str], inside: in
     args += ["--ro-bind", str(base), str(base), "--bind", str(base / "run"), str(base / "run")]
     for place in ("home", "tmp"):
         args += [*size, "--tmpfs", str(base / place)]
-    return args
+    return [*args, "--remount-ro", "/"]  # the sandbox's own root too: only the places above take writes
 
 
 class Holder:
