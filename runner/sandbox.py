@@ -82,8 +82,8 @@ class SandboxPolicy:
 
     @property
     def isolating(self) -> bool:
-        """Limits only, but as root: a network namespace and the per-run uid (the older, hand-written isolation)."""
-        return self.isolate is not False and self.level != "full" and isolation_available()
+        """For limits only, as root: a network namespace and the per-run uid (the older, hand-written isolation)."""
+        return self.isolate is not False and isolation_available()
 
     def for_gpu_host(self) -> SandboxPolicy:
         return replace(self, limits=replace(self.limits, address_space=None))
@@ -107,14 +107,16 @@ class RunSandbox:
         for directory in (self.run_dir, self.home, self.tmp):
             directory.mkdir()
         try:
-            if self.policy is not None and self.policy.level == "full":
-                if os.geteuid() == 0:
-                    self.uid, self._lock = _claim_uid()
-                os.chmod(self.base, 0o711)  # the uid may enter, not list
-                self.holder = Holder.start(self.base, disk=self.policy.limits.disk, uid=self.uid,
-                                           reveal=closed_ancestors(interpreter_paths()) if self.uid else [])
-                self.level = "full"
-            elif self.policy is not None and self.policy.isolating:
+            if self.policy is not None and self.policy.isolate is not False and _may_be_full():
+                try:
+                    self._build()
+                except (SandboxUnavailable, OSError) as exc:
+                    if self.policy.isolate:
+                        raise RuntimeError(f"the full sandbox is not available here: {exc}") from exc
+                    self._release_uid()
+            if self.policy is not None and self.policy.isolate and self.holder is None:
+                raise RuntimeError(f"the full sandbox is not available here: {sandbox_level()[1]}")
+            if self.holder is None and self.policy is not None and self.policy.isolating:
                 self.uid, self._lock = _claim_uid()
                 os.chmod(self.base, 0o711)
                 for directory in (self.home, self.tmp):
@@ -123,6 +125,22 @@ class RunSandbox:
             self.__exit__(None, None, None)
             raise
         return self
+
+    def _build(self) -> None:
+        """The run's bubblewrap sandbox; tried for each run rather than probed first, which would cost a cold
+        runner process one more sandbox and process on every run."""
+        if os.geteuid() == 0:
+            self.uid, self._lock = _claim_uid()
+        os.chmod(self.base, 0o711)  # the uid may enter, not list
+        self.holder = Holder.start(self.base, disk=self.policy.limits.disk if self.policy else None, uid=self.uid,
+                                   reveal=closed_ancestors(interpreter_paths()) if self.uid else [])
+        self.level = "full"
+
+    def _release_uid(self) -> None:
+        self.uid = None
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def __exit__(self, *exc_info) -> None:
         try:
@@ -240,15 +258,17 @@ def sandbox_level() -> tuple[str, str]:
     return "limits-only", problem
 
 
+def _may_be_full() -> bool:
+    """False only where this process already found that the full sandbox cannot be built."""
+    return sandbox_level.cache_info().currsize == 0 or sandbox_level()[0] == "full"
+
+
 def _full_sandbox_problem() -> str | None:
     probe = RunSandbox(None)
     try:
         with probe:
-            if os.geteuid() == 0:
-                probe.uid, probe._lock = _claim_uid()
-            os.chmod(probe.base, 0o711)
-            probe.holder = Holder.start(probe.base, disk=1 << 20, uid=probe.uid,
-                                        reveal=closed_ancestors(interpreter_paths()) if probe.uid else [])
+            probe._build()
+            assert probe.holder is not None
             spec = {"join": probe.holder.join_spec([str(probe.run_dir)])}
             done = subprocess.run([sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", "true"],
                                   cwd=probe.run_dir, capture_output=True, timeout=30, check=False)

@@ -18,8 +18,9 @@ from urllib.parse import urlparse
 
 import pytest
 
+import runner.bwrap
 from runner.execute import execute
-from runner.sandbox import Limits, SandboxPolicy, tasks_of_uid
+from runner.sandbox import Limits, RunSandbox, SandboxPolicy, sandbox_level, tasks_of_uid
 from schemas.contracts import RunPayload
 
 HARNESS = """
@@ -206,10 +207,26 @@ def test_every_run_gets_a_fresh_directory_its_own_uid_and_leaves_nothing_behind(
 
 def test_unprivileged_fallback_counts_the_users_tasks_into_the_process_limit():
     box_policy = SandboxPolicy(limits=Limits(processes=10), isolate=False)
-    from runner.sandbox import RunSandbox
-
     with RunSandbox(box_policy) as box:
         argv = box.wrap(["true"], 10)
     spec = json.loads(argv[argv.index("--") - 1])
     assert spec["uid"] is None and not spec["isolate_network"]
     assert spec["limits"]["processes"] > 10  # the user's own tasks are added to the allowance
+
+
+def test_where_bubblewrap_cannot_run_the_run_falls_back_to_limits_only_and_says_so(monkeypatch):
+    monkeypatch.setattr(runner.bwrap, "bwrap_binary", lambda: None)
+    sandbox_level.cache_clear()
+    try:
+        level, reason = sandbox_level()
+        assert level == "limits-only" and "bubblewrap is not installed" in reason
+        payload = RunPayload(run_id="fallback", gpu="cpu", lang="py", mode="test", main="harness.py",
+                             sources={"harness.py": HARNESS, "submission.py": "def custom_kernel(d):\n    return 1\n"},
+                             tests=[{"size": 1}], test_timeout=30)
+        assert execute(payload, sandbox=POLICY).isolation == "limits-only"
+        with pytest.raises(RuntimeError, match="bubblewrap is not installed"), RunSandbox(SandboxPolicy(isolate=True)):
+            pass
+    finally:
+        monkeypatch.undo()
+        sandbox_level.cache_clear()
+    assert sandbox_level()[0] == "full" and execute(payload, sandbox=POLICY).isolation == "full"
