@@ -63,7 +63,8 @@ def gpu_devices(env: dict[str, str] | None = None) -> list[str]:
     nvidia = sorted(path for path in glob.glob("/dev/nvidia[0-9]*") if path[len("/dev/nvidia"):].isdigit())
     devices += [path for path in nvidia if chosen is None or int(path[len("/dev/nvidia"):]) in chosen]
     if nvidia:
-        devices += [p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools") if os.path.exists(p)]
+        devices += [p for p in ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-caps")
+                    if os.path.exists(p)]  # nvidia-caps: the MIG capability nodes
     if os.path.exists("/dev/kfd"):
         render = sorted(glob.glob("/dev/dri/renderD*"), key=lambda path: int(path.rsplit("D", 1)[1]))
         devices += ["/dev/kfd", *[path for index, path in enumerate(render) if chosen is None or index in chosen]]
