@@ -18,7 +18,8 @@ ALLOWED_NAMES = frozenset({
     "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
     "PYTHONIOENCODING", "PYTHONHASHSEED", "VIRTUAL_ENV",
 })
-ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "NCCL_", "GPU_DEVICE_ORDINAL")
+ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "NCCL_", "GPU_DEVICE_ORDINAL",
+                    "PYTORCH_")
 # Even an allowed variable is dropped when its upper-cased name contains one of these words.
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY", "AUTH", "COOKIE", "_URL", "_URI",
                 "_DSN", "WEBHOOK")
