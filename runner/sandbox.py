@@ -94,7 +94,14 @@ class RunSandbox:
     Without a policy the processes run unconfined (tests of the protocol), still in a fresh directory."""
 
     def __init__(self, policy: SandboxPolicy | None, parent: Path | None = None) -> None:
-        self.policy = policy
+        spare = _offered.pop() if _offered else None
+        if spare is not None and spare._fits(policy, parent):
+            self.__dict__.update(spare.__dict__)  # the warm runner built it ahead for this run
+            self.policy, self._adopted = policy, True
+            return
+        if spare is not None:
+            spare.__exit__(None, None, None)
+        self.policy, self._parent, self._adopted = policy, parent, False
         self.base = Path(tempfile.mkdtemp(prefix="kernelbot-run-", dir=parent))
         self.run_dir, self.home, self.tmp = self.base / "run", self.base / "home", self.base / "tmp"
         self.uid: int | None = None
@@ -103,7 +110,25 @@ class RunSandbox:
         self._lock = None
         self._building = False
 
+    def descriptors(self) -> set[int]:
+        """The descriptors this sandbox holds open (a forked runner that adopts it must keep them)."""
+        held = {self._lock.fileno()} if self._lock is not None else set()
+        return held | (self.holder.descriptors() if self.holder is not None else set())
+
+    def _fits(self, policy: SandboxPolicy | None, parent: Path | None) -> bool:
+        return (policy is not None and policy.isolate is not False and self.policy is not None
+                and policy.limits.disk == self.policy.limits.disk
+                and self.base.parent.resolve() == Path(parent or tempfile.gettempdir()).resolve())
+
     def __enter__(self) -> RunSandbox:
+        if self._adopted:
+            assert self.holder is not None
+            try:
+                self.holder.wait_ready()
+                return self
+            except (SandboxUnavailable, OSError):  # build one of its own below
+                self.__exit__(None, None, None)
+                self.__init__(self.policy, self._parent)  # type: ignore[misc]
         for directory in (self.run_dir, self.home, self.tmp):
             directory.mkdir()
         try:
@@ -126,14 +151,16 @@ class RunSandbox:
             raise
         return self
 
-    def _build(self) -> None:
+    def _build(self, wait: bool = True) -> None:
         """The run's bubblewrap sandbox; tried for each run rather than probed first, which would cost a cold
         runner process one more sandbox and process on every run."""
         if os.geteuid() == 0:
             self.uid, self._lock = _claim_uid()
         os.chmod(self.base, 0o711)  # the uid may enter, not list
-        self.holder = Holder.start(self.base, disk=self.policy.limits.disk if self.policy else None, uid=self.uid,
-                                   reveal=closed_ancestors(interpreter_paths()) if self.uid else [])
+        self.holder = Holder.spawn(self.base, disk=self.policy.limits.disk if self.policy else None, uid=self.uid,
+                                   reveal=closed_ancestors([*interpreter_paths(), str(self.base)]) if self.uid else [])
+        if wait:
+            self.holder.wait_ready()
         self.level = "full"
 
     def _release_uid(self) -> None:
@@ -245,6 +272,35 @@ def closed_ancestors(paths: list[str]) -> list[list[str]]:
                 masks.setdefault(str(ancestor), str(Path(*parts[: depth + 2])))
                 break
     return [[hidden, needed] for hidden, needed in sorted(masks.items())]
+
+
+_offered: list[RunSandbox] = []  # what the warm runner built ahead for the runner it forked (this process)
+
+
+def prebuild(parent: Path | None) -> RunSandbox | None:
+    """A full sandbox for the next run, bwrap started but not awaited: the warm runner builds one between runs and
+    hands it to the runner it forks next (`offer`), so no run waits for bwrap and the sandbox's init."""
+    if not _may_be_full():
+        return None
+    box = RunSandbox(SandboxPolicy(), parent)
+    try:
+        for directory in (box.run_dir, box.home, box.tmp):
+            directory.mkdir()
+        box._build(wait=False)
+    except (SandboxUnavailable, OSError):
+        box.__exit__(None, None, None)
+        return None
+    return box
+
+
+def offer(box: RunSandbox) -> None:
+    _offered[:] = [box]
+
+
+def discard_offer() -> None:
+    """The offered sandbox, if no run took it: ended and removed."""
+    while _offered:
+        _offered.pop().__exit__(None, None, None)
 
 
 @functools.lru_cache(maxsize=1)

@@ -200,7 +200,7 @@ def _default_signal(number: int) -> None:
         pass
 
 
-def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
+def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set[int] | frozenset = frozenset()) -> None:
     """A runner (`python -m runner ARGS`) in this fork: its own session, stdout/stderr to `log_fd`, its harness
     processes forked from this same server. Its payload is read only now, so no secret ever reaches the server."""
     code = 1
@@ -213,7 +213,7 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         for name in os.listdir("/proc/self/fd"):
-            if int(name) > 2:
+            if int(name) > 2 and int(name) not in keep:  # kept: those of the sandbox built ahead for this run
                 try:
                     os.close(int(name))
                 except OSError:
@@ -222,8 +222,12 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
         _leave_pid_file(arguments)
         _forget_process_caches()
         from runner.__main__ import main
+        from runner.sandbox import discard_offer
 
-        code = main(["--warm", warm_socket, *arguments])
+        try:
+            code = main(["--warm", warm_socket, *arguments])
+        finally:
+            discard_offer()  # a sandbox built ahead that this run could not use
     except BaseException:  # noqa: BLE001 - the runner's log says why; the backend sees no result
         import traceback
 
