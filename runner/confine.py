@@ -70,21 +70,27 @@ def isolate_network(libc) -> None:
 def reveal_paths(libc, masks: list[list[str]]) -> None:
     """In a private mount namespace, cover each `[hidden, needed]` pair's closed directory (e.g. a 0700 /root
     holding the interpreter under /root/.pyenv) with an empty world-readable tmpfs, and bind back only the
-    subdirectory the program needs. Everything else in the closed directory stays out of reach."""
+    directories the program needs. Everything else in the closed directory stays out of reach."""
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         raise OSError(ctypes.get_errno(), "cannot make the mounts private")
-    for hidden, needed in masks:
-        handle = os.open(needed, os.O_PATH | os.O_DIRECTORY)
-        try:
-            if libc.mount(b"tmpfs", hidden.encode(), b"tmpfs", 0, b"mode=0755,size=1m") != 0:
-                raise OSError(ctypes.get_errno(), f"cannot cover {hidden}")
+    handles = []  # all opened first: once a directory is covered, what it held cannot be opened any more
+    try:
+        for hidden, needed in masks:
+            handles.append((hidden, needed, os.open(needed, os.O_PATH | os.O_DIRECTORY)))
+        covered = set()
+        for hidden, needed, handle in handles:
+            if hidden not in covered:
+                if libc.mount(b"tmpfs", hidden.encode(), b"tmpfs", 0, b"mode=0755,size=1m") != 0:
+                    raise OSError(ctypes.get_errno(), f"cannot cover {hidden}")
+                covered.add(hidden)
             os.makedirs(needed, exist_ok=True)
             source = f"/proc/self/fd/{handle}".encode()
             if libc.mount(source, needed.encode(), None, MS_BIND | MS_REC, None) != 0:
                 raise OSError(ctypes.get_errno(), f"cannot expose {needed}")
-        finally:
+    finally:
+        for _, _, handle in handles:
             os.close(handle)
 
 

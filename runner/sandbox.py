@@ -158,7 +158,7 @@ class RunSandbox:
             self.uid, self._lock = _claim_uid()
         os.chmod(self.base, 0o711)  # the uid may enter, not list
         self.holder = Holder.spawn(self.base, disk=self.policy.limits.disk if self.policy else None, uid=self.uid,
-                                   reveal=closed_ancestors([*interpreter_paths(), str(self.base)]) if self.uid else [])
+                                   reveal=_masks(self.base) if self.uid else [])
         if wait:
             self.holder.wait_ready()
         self.level = "full"
@@ -258,6 +258,15 @@ def interpreter_paths() -> list[str]:
     """What a sandboxed Python needs to read: the real interpreter and its standard library (the venv too)."""
     return sorted({os.path.dirname(os.path.realpath(sys.executable)), os.path.realpath(sys.base_prefix),
                    os.path.realpath(sys.prefix)})
+
+
+def _masks(base: Path) -> list[list[str]]:
+    """What bwrap, started as the run's uid, must be shown: the interpreter, and the run's own directory in full
+    (pytest's and mkdtemp's directories nest several 0700 levels deep)."""
+    masks = closed_ancestors(interpreter_paths())
+    for ancestor in closed_ancestors([str(base)]):
+        masks.append([ancestor[0], str(base)])
+    return sorted(masks)
 
 
 def closed_ancestors(paths: list[str]) -> list[list[str]]:
