@@ -16,6 +16,9 @@ Two levels, which `sandbox_level()` reports and each result records (`FullResult
   off): the resource limits and the process-group kill; as root also a network namespace and the per-run uid.
   Development only: the scorer refuses such results elsewhere.
 
+A runner forked from the warm runner usually finds its full sandbox already built (`prebuild`, `offer`): the warm
+runner builds the next one while a slot is idle.
+
 The address-space limit is off on GPU hosts: the CUDA driver reserves virtual address space far beyond physical
 memory, so there the agent's cgroup memory limit is the bound.
 """
