@@ -163,7 +163,11 @@ class RunSandbox:
         self.holder = Holder.spawn(self.base, disk=self.policy.limits.disk if self.policy else None, uid=self.uid,
                                    reveal=_masks(self.base) if self.uid else [])
         if wait:
-            self.holder.wait_ready()
+            try:
+                self.holder.wait_ready()
+            except BaseException:
+                self.holder = None  # it ended itself; the run falls back (or fails) without it
+                raise
         self.level = "full"
 
     def _release_uid(self) -> None:
