@@ -230,3 +230,15 @@ def test_where_bubblewrap_cannot_run_the_run_falls_back_to_limits_only_and_says_
         monkeypatch.undo()
         sandbox_level.cache_clear()
     assert sandbox_level()[0] == "full" and execute(payload, sandbox=POLICY).isolation == "full"
+
+
+def test_a_sandbox_that_bwrap_refuses_at_run_time_leaves_the_run_limits_only(monkeypatch):
+    build = runner.bwrap.bwrap_arguments
+    monkeypatch.setattr(runner.bwrap, "bwrap_arguments", lambda *args: ["--no-such-option", *build(*args)])
+    payload = RunPayload(run_id="refused", gpu="cpu", lang="py", mode="test", main="harness.py",
+                         sources={"harness.py": HARNESS, "submission.py": "def custom_kernel(d):\n    return 1\n"},
+                         tests=[{"size": 1}], test_timeout=30)
+    result = execute(payload, sandbox=POLICY)
+    assert result.isolation == "limits-only" and result.runs["test"].run.passed, result
+    refused = execute(payload, sandbox=SandboxPolicy(isolate=True))
+    assert not refused.success and "no-such-option" in refused.error
