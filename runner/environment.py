@@ -1,8 +1,10 @@
-"""The environment handed to the harness and to user code (harness.md §8.3): the runner's own environment minus
-everything that could be a secret or could redirect Python.
+"""The environment handed to the harness and to user code (harness.md §8.3): only the variables a harness, the
+compiler and the GPU stack need, taken from the runner's own environment.
 
-A deny-list rather than an allow-list, because GPU hosts need an open-ended set of driver/toolkit variables
-(CUDA_*, NVIDIA_*, HIP_*, ROCR_*, LD_LIBRARY_PATH, TORCH_EXTENSIONS_DIR...) that we cannot enumerate.
+An allow-list: a variable nobody thought of (a new service's URL, an operator's token) never reaches user code.
+Driver and toolkit variables are matched by prefix (CUDA_*, NVIDIA_*, HIP_*, ROCR_*, HSA_*, NCCL_*...), and even
+those are dropped when their name or value looks like a secret. The runner sets HOME, TMPDIR, the build caches and
+the POPCORN_* protocol variables itself.
 """
 
 from __future__ import annotations
@@ -10,34 +12,28 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-# Removed by exact name: the payload itself (it may hold the secret seed) and variables that change what Python
-# imports or runs at start-up.
-DROPPED_NAMES = frozenset({
-    "SUBMISSION_PAYLOAD", "GPU_QUEUE", "PYTHONPATH", "PYTHONSTARTUP", "PYTHONHOME", "PYTHONINSPECT",
-    "PYTHONUSERBASE", "PYTHONBREAKPOINT",
+ALLOWED_NAMES = frozenset({
+    "PATH", "HOME", "LANG", "LANGUAGE", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "LD_LIBRARY_PATH",
+    "CC", "CXX", "CUDAHOSTCXX", "NVCC_PREPEND_FLAGS", "NVCC_APPEND_FLAGS", "TORCH_CUDA_ARCH_LIST", "MAX_JOBS",
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE",
+    "PYTHONIOENCODING", "PYTHONHASHSEED", "VIRTUAL_ENV",
 })
-# Removed by prefix: our own settings (KB_), protocol variables we set ourselves (POPCORN_), and CI/cloud contexts
-# that commonly carry credentials.
-DROPPED_PREFIXES = (
-    "KB_", "POPCORN_", "AWS_", "GITHUB_", "ACTIONS_", "BUILDKITE", "MODAL_", "GOOGLE_", "AZURE_", "SLURM_JOB_TOKEN",
-    "DISCORD", "NATS_", "DATABASE", "POSTGRES", "PG", "REDIS", "HF_", "HUGGING", "WANDB",
-)
-# Removed when the upper-cased name contains one of these words.
+ALLOWED_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "HIP_", "ROCR_", "ROCM_", "HSA_", "NCCL_", "GPU_DEVICE_ORDINAL",
+                    "PYTORCH_")
+# Even an allowed variable is dropped when its upper-cased name contains one of these words.
 SECRET_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "KEY", "AUTH", "COOKIE", "_URL", "_URI",
                 "_DSN", "WEBHOOK")
 
 
-def is_sensitive(name: str, value: str) -> bool:
+def is_allowed(name: str, value: str) -> bool:
     upper = name.upper()
-    if upper in DROPPED_NAMES or upper.startswith(DROPPED_PREFIXES):
-        return True
-    if any(word in upper for word in SECRET_WORDS):
-        return True
-    # Any value that looks like a URL may embed credentials (scheme://user:pass@host) or reach internal services.
-    return "://" in value
+    if name not in ALLOWED_NAMES and not name.startswith(ALLOWED_PREFIXES):
+        return False
+    # A value that looks like a URL may embed credentials (scheme://user:pass@host) or reach internal services.
+    return not any(word in upper for word in SECRET_WORDS) and "://" not in value
 
 
 def scrubbed_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of `base` (default: os.environ) without secrets, tokens, URLs, KB_/POPCORN_ variables or PYTHONPATH."""
+    """The allowed variables of `base` (default: os.environ)."""
     source = os.environ if base is None else base
-    return {name: value for name, value in source.items() if not is_sensitive(name, value)}
+    return {name: value for name, value in source.items() if is_allowed(name, value)}

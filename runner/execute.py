@@ -82,9 +82,8 @@ def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: Sandbo
             main = payload.sources.get(payload.main) if payload.lang == "py" and payload.main else None
             runs = _run_all(payload, Starter(box, warm, seed_pipe_variable(main)), system, harness.info,
                             chain and speaks_chain(main))
-        # The level this run got, not the host's: a policy may turn isolation off (SandboxPolicy(isolate=False)).
-        isolation = "full" if sandbox is not None and sandbox.isolating else "limits-only"
-        return FullResult(success=True, system=system, runs=runs, timing=_run_timing(), isolation=isolation)
+        # Known to this process alone (the sandbox it built), never read from anything user code could write.
+        return FullResult(success=True, system=system, runs=runs, timing=_run_timing(), isolation=box.level)
     except Exception as exc:  # noqa: BLE001 - a runner failure, never the user's: report it, never die silently
         return FullResult(success=False, error=f"runner error: {type(exc).__name__}: {exc}", system=system)
 

@@ -20,6 +20,10 @@ JSON request with the child's descriptors attached (SCM_RIGHTS); the server answ
 pid (= its process group id) cannot be reused before the runner has killed the group. A connection closed early
 (a runner that died) gets the child's group killed.
 
+Between runs it also builds the next run's sandbox ahead (runner/sandbox.py `prebuild`, in the runs' directory of the
+last runner it forked), and hands it to the next runner it forks: bwrap and the sandbox's init start while no run
+waits. It reaps that bwrap process when the run has ended it; a runner that cannot use it ends it.
+
 The server is single-threaded (a selector over the listener, the connections and the children's pidfds), so
 forking from it is safe. On SIGTERM, or when the process that started it dies, it stops accepting and exits once
 its children have ended.
@@ -36,6 +40,7 @@ import signal
 import socket
 import sys
 import warnings
+from pathlib import Path
 
 MAX_REQUEST = 1 << 20
 MAX_FDS = 16
@@ -74,6 +79,16 @@ def receive(conn: socket.socket) -> tuple[dict, list[int]]:
 class Child:
     def __init__(self, conn: socket.socket | None, pid: int, pidfd: int) -> None:
         self.conn, self.pid, self.pidfd, self.exited, self.reaped = conn, pid, pidfd, False, False
+        self.workdir: str | None = None  # a runner's --workdir: where the next run's sandbox is built ahead
+
+
+def _workdir(arguments: list[str]) -> str | None:
+    for index, argument in enumerate(arguments):
+        if argument == "--workdir" and index + 1 < len(arguments):
+            return arguments[index + 1]
+        if argument.startswith("--workdir="):
+            return argument.split("=", 1)[1]
+    return None
 
 
 class Server:
@@ -83,6 +98,7 @@ class Server:
         self.children: dict[int, Child] = {}  # by connection fd
         self.runners: dict[int, Child] = {}  # detached runners, by pid
         self.draining = False
+        self.spare = None  # a run sandbox built ahead (runner/sandbox.py prebuild), for the next runner forked
         self.parent = os.getppid()  # may be 1 itself, in a container whose entry process started us
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)
@@ -92,6 +108,7 @@ class Server:
 
     def serve(self) -> None:
         signal.signal(signal.SIGTERM, lambda *_: self.drain())
+        self.prepare_spare(None)
         while not (self.draining and not self.children and not self.runners):
             for key, _ in self.selector.select(1.0):
                 try:
@@ -112,12 +129,17 @@ class Server:
             self.on_connection(what[1])
         elif what[0] == "runner":
             self.on_runner_exit(what[1])
+        elif what[0] == "sandbox":
+            self.on_sandbox_exit(*what[1])
         else:
             self.on_exit(what[1])
 
     def drain(self) -> None:
         if not self.draining:
             self.draining = True
+            if self.spare is not None:
+                self.spare.__exit__(None, None, None)
+                self.spare = None
             self.selector.unregister(self.listener)
             self.listener.close()
             try:
@@ -148,6 +170,7 @@ class Server:
             return
         if "runner" in request:  # detached: answered, then on its own
             runner = Child(None, pid, os.pidfd_open(pid))
+            runner.workdir = _workdir(request["runner"])
             self.runners[pid] = runner
             self.selector.register(runner.pidfd, selectors.EVENT_READ, ("runner", runner))
             try:
@@ -174,14 +197,52 @@ class Server:
             return None
         sys.stdout.flush()
         sys.stderr.flush()
+        spare = None
+        if runner is not None:
+            spare, self.spare = self.spare, None
         pid = os.fork()
         if pid == 0:
             from runner.warm_child import become, become_runner
 
             if runner is not None:
-                become_runner(runner, fds[0], self.path)  # never returns
+                keep: set[int] = set()
+                if spare is not None:
+                    from runner.sandbox import offer
+
+                    offer(spare)
+                    keep = spare.descriptors()
+                become_runner(runner, fds[0], self.path, keep)  # never returns
             become(request, fds, self.base_path)  # never returns
+        if spare is not None:
+            self.disown(spare)
         return pid
+
+    def prepare_spare(self, workdir: str | None) -> None:
+        """Build the next run's sandbox now, while no run waits for it (bwrap and its init take tens of ms)."""
+        if self.spare is None and not self.draining:
+            from runner.sandbox import prebuild
+
+            self.spare = prebuild(Path(workdir) if workdir else None)
+
+    def disown(self, spare) -> None:
+        """The forked runner owns the spare now; this server only reaps its bwrap process when it ends."""
+        holder = spare.holder
+        holder.disown()
+        if spare._lock is not None:  # noqa: SLF001 - the runner holds the same lock through its own descriptor
+            spare._lock.close()  # noqa: SLF001
+        try:
+            pidfd = os.pidfd_open(holder.process.pid)
+        except OSError:
+            return
+        self.selector.register(pidfd, selectors.EVENT_READ, ("sandbox", (pidfd, holder.process.pid)))
+
+    def on_sandbox_exit(self, pidfd: int, pid: int) -> None:
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        try:
+            os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
     def on_runner_exit(self, runner: Child) -> None:
         if runner.reaped:
@@ -191,6 +252,7 @@ class Server:
         os.waitpid(runner.pid, 0)
         os.close(runner.pidfd)
         del self.runners[runner.pid]
+        self.prepare_spare(runner.workdir)
 
     def on_exit(self, child: Child) -> None:
         if child.reaped or child.exited:  # a stale event of the same select round
@@ -245,13 +307,14 @@ def main(argv: list[str]) -> int:
     import runner.__main__  # noqa: F401 - what a forked runner runs
     import runner.confine  # noqa: F401 - what each child applies
     import runner.warm_child  # noqa: F401
-    from runner.sandbox import isolation_available
+    from runner.sandbox import isolation_available, sandbox_level
     from runner.sysinfo import collect_system_info
 
     preload()
     # Known once here, inherited by every runner forked from here (both are cached per process).
     collect_system_info()
     isolation_available()
+    sandbox_level()
     server = Server(argv[1], base_path)
     print(f"warm runner ready on {argv[1]}", flush=True)
     server.serve()

@@ -3,8 +3,9 @@ start would have given, then run the program. Never returns.
 
 Order, as runner/confine.py for a cold start: a new session; only the run's descriptors (stdin from /dev/null,
 stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for a
-harness that takes it so, or read here only for a program about to be exec'd (runner/warm_client.py); the limits, then the network namespace, the mount masks, the uid and
-no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
+harness that takes it so, or read here only for a program about to be exec'd (runner/warm_client.py); the limits,
+then either the run's bubblewrap sandbox (confine.join: the fork's own child runs the program inside, the fork
+waits outside and mirrors its end) or the network namespace, the mount masks, the uid and no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
 script then runs as `__main__` with its usual argv and `sys.path[0]` (runpy), and the process exits the way the
 interpreter would (atexit handlers, non-daemon threads joined, streams flushed; only the finalizers torch left
 at its import in the server are skipped, see runner/warm.py). Anything else is exec'd.
@@ -150,6 +151,8 @@ def become(request: dict, fds: list[int], base_path: list[str]) -> None:
         if spec is not None:
             libc = ctypes.CDLL(None, use_errno=True)
             confine.apply_limits(spec.get("limits", {}))
+            if spec.get("join"):
+                confine.join(libc, spec["join"])  # from here on, the child inside the run's sandbox
             if spec.get("isolate_network"):
                 confine.isolate_network(libc)
             if spec.get("reveal"):
@@ -197,7 +200,7 @@ def _default_signal(number: int) -> None:
         pass
 
 
-def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
+def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set[int] | frozenset = frozenset()) -> None:
     """A runner (`python -m runner ARGS`) in this fork: its own session, stdout/stderr to `log_fd`, its harness
     processes forked from this same server. Its payload is read only now, so no secret ever reaches the server."""
     code = 1
@@ -210,7 +213,7 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
         for name in os.listdir("/proc/self/fd"):
-            if int(name) > 2:
+            if int(name) > 2 and int(name) not in keep:  # kept: those of the sandbox built ahead for this run
                 try:
                     os.close(int(name))
                 except OSError:
@@ -219,8 +222,12 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str) -> None:
         _leave_pid_file(arguments)
         _forget_process_caches()
         from runner.__main__ import main
+        from runner.sandbox import discard_offer
 
-        code = main(["--warm", warm_socket, *arguments])
+        try:
+            code = main(["--warm", warm_socket, *arguments])
+        finally:
+            discard_offer()  # a sandbox built ahead that this run could not use
     except BaseException:  # noqa: BLE001 - the runner's log says why; the backend sees no result
         import traceback
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,7 @@ from runner.payload import build_payload
 from runner.sandbox import SandboxPolicy
 from runner.taskfile import load_problem
 from runner.warm_client import WarmLauncher
-from schemas.contracts import FullResult
+from schemas.contracts import FullResult, RunPayload
 from tests.support.warm import warm_runner
 
 SECRET = 1_987_654_321
@@ -163,13 +164,12 @@ def test_nothing_one_submission_changes_is_seen_by_the_next_run_from_the_same_se
 
 def test_runs_are_forked_from_the_server_not_started_cold(warm):
     launcher, server = warm
-    code = ("import os\ndef custom_kernel(data):\n"
-            "    harness = os.getppid()\n"
-            "    fields = open(f'/proc/{harness}/stat').read().rsplit(')', 1)[1].split()\n"
-            "    print('grandparent', fields[1], flush=True)\n    return data.clone()\n")
+    # Inside the run's PID namespace the server has no pid; what it imported before the fork tells it apart.
+    code = ("import sys\ndef custom_kernel(data):\n"
+            "    print('forked', 'runner.warm_child' in sys.modules, flush=True)\n    return data.clone()\n")
     stage = run(code, launcher).runs["test"].run
     assert stage.passed, stage.stderr
-    assert f"grandparent {server.pid}" in stage.stdout, stage.stdout
+    assert "forked True" in stage.stdout and server.poll() is None, stage.stdout
 
 
 def test_a_seed_reaches_the_forked_harness_as_in_a_cold_start_and_never_user_code(warm):
@@ -205,8 +205,15 @@ def test_a_timed_out_forked_stage_is_killed_with_its_group(warm):
     stage = result.runs["test"].run
     assert stage.exit_code == 114 and not stage.passed
     assert server.poll() is None
-    children = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == server.pid]
-    assert children == [], children  # killed and reaped
+    children = [p for p in os.listdir("/proc") if p.isdigit() and _parent(p) == server.pid and not _sandbox(p)]
+    assert children == [], children  # killed and reaped (the next run's sandbox, built ahead, stays)
+
+
+def _sandbox(pid: str) -> bool:
+    try:
+        return b"bwrap" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _parent(pid: str) -> int:
@@ -241,3 +248,46 @@ def test_a_forked_run_writes_its_temporary_files_into_its_own_private_directory(
     line = next(line for line in stage.stdout.splitlines() if line.startswith("tempdir "))
     _, used, private = line.split()
     assert used == private and "kernelbot-run-" in used, line
+
+
+def test_a_forked_runner_runs_in_the_sandbox_the_server_built_ahead_and_nothing_of_it_is_left(warm, tmp_path):
+    """Between runs the server starts the next run's bubblewrap sandbox (runner/sandbox.py prebuild), in the runs'
+    directory of the last runner it forked; the next runner forked adopts it, so no run waits for bwrap."""
+    import glob
+    import time
+
+    from runner.warm_client import fork_runner
+
+    launcher, server = warm
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    os.chmod(tmp_path, 0o755)
+    harness = ("import os\nprint('cwd', os.getcwd(), flush=True)\nout = os.fdopen(int(os.environ['POPCORN_FD']), 'w')\n"
+               "out.write('test-count: 1\\ntest.0.status: pass\\ncheck: pass\\n')\n")
+    payload = RunPayload(run_id="ahead", gpu="cpu", lang="py", mode="test", main="harness.py",
+                         sources={"harness.py": harness}, tests=[{"size": 1}], test_timeout=30)
+
+    def fork_and_wait(index: int) -> FullResult:
+        payload_file, result_file = tmp_path / f"payload{index}.json", tmp_path / f"result{index}.json"
+        payload_file.write_text(payload.model_dump_json())
+        with open(tmp_path / "runner.log", "ab") as log:
+            pid = fork_runner(launcher.socket_path, ["--payload", str(payload_file), "--result", str(result_file),
+                                                     "--workdir", str(runs)], log.fileno())
+        deadline = time.monotonic() + 60
+        while os.path.exists(f"/proc/{pid}") and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+            assert time.monotonic() < deadline, "the runner did not end"
+            time.sleep(0.01)  # waiting for the runner to end, an event, not a race
+        return FullResult.model_validate_json(result_file.read_text())
+
+    first = fork_and_wait(1)
+    assert first.success and first.isolation == "full", first.error
+    deadline = time.monotonic() + 30
+    while not (built := glob.glob(str(runs / "kernelbot-run-*"))):
+        assert time.monotonic() < deadline, "no sandbox was built ahead"
+        time.sleep(0.01)
+    second = fork_and_wait(2)
+    stage = second.runs["test"].run
+    assert second.isolation == "full" and stage.passed, (second.error, stage)
+    assert f"cwd {built[0]}/run" in stage.stdout  # the run took the sandbox built ahead...
+    assert not os.path.exists(built[0])  # ...and removed it when it ended
+    assert server.poll() is None
