@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -27,17 +28,20 @@ from problems import PROBLEMS_ROOT
 from tests.support.platform import Platform
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
-UNPRIVILEGED = ["unshare", "--user", "--map-user=4242", "--map-group=4242"]  # root outside, uid 4242 inside
+# A host that cannot build the sandbox: not root (a user namespace of its own, uid 4242 inside), and no new user
+# namespaces (the refusal a container runtime's default seccomp profile makes; tests/support/no_user_namespaces.py).
+CANNOT_ISOLATE = ["unshare", "--user", "--map-user=4242", "--map-group=4242", sys.executable,
+                  str(Path(__file__).resolve().parents[1] / "support" / "no_user_namespaces.py")]
 
 
 def _can_drop_root() -> bool:
     try:
-        return subprocess.run([*UNPRIVILEGED, "true"], capture_output=True, timeout=30).returncode == 0
+        return subprocess.run([*CANNOT_ISOLATE, "true"], capture_output=True, timeout=30).returncode == 0
     except OSError:
         return False
 
 
-pytestmark = pytest.mark.skipif(not _can_drop_root(), reason="needs `unshare --user` (user namespaces)")
+pytestmark = pytest.mark.skipif(not _can_drop_root(), reason="needs `unshare --user` and seccomp")
 
 
 def _copy(source: socket.socket, sink: socket.socket) -> None:
@@ -93,7 +97,7 @@ def _platform(nats_url: str, database_url: str, tmp_path, development: bool) -> 
             platform.start("ledger", "scorer", "gateway")
             log = open(tmp_path / "dispatcher.log", "ab")  # noqa: SIM115 - the child owns it
             platform.children["dispatcher"] = subprocess.Popen(
-                [*UNPRIVILEGED, sys.executable, "-m", "services.cli", "serve", "dispatcher"],
+                [*CANNOT_ISOLATE, sys.executable, "-m", "services.cli", "serve", "dispatcher"],
                 env={**platform.env(), "KB_DATABASE_URL": reachable}, stdout=log, stderr=subprocess.STDOUT)
             yield platform
         finally:
