@@ -126,7 +126,7 @@ def test_the_runner_image_holds_everything_its_entry_point_imports(tmp_path):
     """What the Dockerfile copies is enough: the entry point imports with only those directories on the path."""
     dockerfile = (REPO / "deploy" / "runner" / "Dockerfile").read_text()
     assert re.search(r"^FROM \$\{CUDA_IMAGE\}", dockerfile, re.MULTILINE) and "nvidia/cuda:" in dockerfile
-    assert '"torch==${TORCH_VERSION}"' in dockerfile
+    assert '"torch${TORCH_VERSION:+==${TORCH_VERSION}}"' in dockerfile  # pinned unless the build leaves it empty
     copies = re.findall(r"^COPY (\S+) /opt/kernelbot/(\S+)$", dockerfile, re.MULTILINE)
     assert copies, dockerfile
     for source, target in copies:
