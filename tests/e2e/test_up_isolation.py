@@ -15,18 +15,7 @@ import pytest
 
 from runner.sandbox import sandbox_level
 from services.cli.up import Stack
-
-# A host that cannot build the sandbox: not root (a user namespace of its own, uid 4242 inside), and no new user
-# namespaces (the refusal a container runtime's default seccomp profile makes; tests/support/no_user_namespaces.py).
-CANNOT_ISOLATE = ["unshare", "--user", "--map-user=4242", "--map-group=4242", sys.executable,
-                  str(Path(__file__).resolve().parents[1] / "support" / "no_user_namespaces.py")]
-
-
-def _can_drop_root() -> bool:
-    try:
-        return subprocess.run([*CANNOT_ISOLATE, "true"], capture_output=True, timeout=30).returncode == 0
-    except OSError:
-        return False
+from tests.support.hosts import CANNOT_ISOLATE, can_simulate_a_host_without_isolation
 
 
 def _first_line(tmp_path: Path, *flags: str, prefix: tuple[str, ...] = (), **env: str) -> str:
@@ -37,7 +26,7 @@ def _first_line(tmp_path: Path, *flags: str, prefix: tuple[str, ...] = (), **env
     return done.stdout.splitlines()[0]
 
 
-unprivileged = pytest.mark.skipif(not _can_drop_root(), reason="needs `unshare --user` and seccomp")
+unprivileged = pytest.mark.skipif(not can_simulate_a_host_without_isolation(), reason="needs `unshare --user` and seccomp")
 
 
 @unprivileged

@@ -19,29 +19,18 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from problems import PROBLEMS_ROOT
+from tests.support.hosts import CANNOT_ISOLATE, can_simulate_a_host_without_isolation
 from tests.support.platform import Platform
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
-# A host that cannot build the sandbox: not root (a user namespace of its own, uid 4242 inside), and no new user
-# namespaces (the refusal a container runtime's default seccomp profile makes; tests/support/no_user_namespaces.py).
-CANNOT_ISOLATE = ["unshare", "--user", "--map-user=4242", "--map-group=4242", sys.executable,
-                  str(Path(__file__).resolve().parents[1] / "support" / "no_user_namespaces.py")]
 
 
-def _can_drop_root() -> bool:
-    try:
-        return subprocess.run([*CANNOT_ISOLATE, "true"], capture_output=True, timeout=30).returncode == 0
-    except OSError:
-        return False
-
-
-pytestmark = pytest.mark.skipif(not _can_drop_root(), reason="needs `unshare --user` and seccomp")
+pytestmark = pytest.mark.skipif(not can_simulate_a_host_without_isolation(), reason="needs `unshare --user` and seccomp")
 
 
 def _copy(source: socket.socket, sink: socket.socket) -> None:

@@ -166,8 +166,9 @@ def test_github_workflow_inputs_are_the_ones_the_dispatcher_sends(name):
 
 def test_github_workflow_run_on_this_machine_keeps_the_result_out_of_user_code_s_reach(tmp_path, open_dir):
     """The NVIDIA workflow's steps executed in order (checkout and upload aside) with the recording Docker: a
-    submission that finds where the result goes (the runner's command line is public in /proc) and tries to write
-    it, or to leave a file beside it, fails, and the uploaded result.json is the runner's."""
+    submission that looks for where the result goes (the runner's command line, in /proc: hidden by the sandbox's
+    PID namespace, visible at limits-only) and tries to write it, or to leave a file beside it, fails, and the
+    uploaded result.json is the runner's."""
     host = FakeHost(tmp_path / "host")
     host.local_image("kernelbot-runner:test", "sha256:runner")
     hostile = """
@@ -206,7 +207,10 @@ for target in targets:
         assert done.returncode == 0, (step["name"], done.stderr)
     result = json.loads((workspace / "result.json").read_text())
     out = stdout_of(result)
-    assert "TARGETS []" not in out and "REFUSED" in out, out  # it found the result's path and was refused
+    if result["isolation"] == "full":
+        assert "TARGETS []" in out, out  # its own PID namespace: the runner's command line is not even visible
+    else:
+        assert "TARGETS []" not in out and "REFUSED" in out, out  # it found the result's path and was refused
     assert "WROTE" not in out, out
     assert "forged" not in result
     assert not (runner_temp / "kernelbot").exists()  # payload and private copies gone with the job

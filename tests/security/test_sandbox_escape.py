@@ -31,11 +31,12 @@ from runner.execute import execute
 from runner.sandbox import Limits, SandboxPolicy, closed_ancestors, interpreter_paths
 from runner.warm_client import start_warm_runner
 from schemas.contracts import FullResult, RunPayload
+from tests.support.hosts import ORDINARY_USER, ordinary_user
 
 REPO = Path(runner.__file__).resolve().parents[1]
 CONFINE = REPO / "runner" / "confine.py"
 ROOT = os.geteuid() == 0
-USER = "kbuser"
+USER = ORDINARY_USER
 HARNESS = """
 import os
 out = os.fdopen(int(os.environ["POPCORN_FD"]), "w")
@@ -45,20 +46,13 @@ out.write("test-count: 1\\ntest.0.status: pass\\noutcome: " + str(outcome).repla
 """
 
 
-def _ensure_user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "-m", USER], check=True, capture_output=True)
-        return pwd.getpwnam(USER)
-
 
 class Identity:
     """Who runs the runner: `root`, `user` (kbuser, the runner without root) or `warm` (root, warm runner)."""
 
     def __init__(self, name: str, tmp: Path) -> None:
         self.name = name
-        self.account = _ensure_user() if name == "user" else pwd.getpwuid(os.geteuid())
+        self.account = ordinary_user() if name == "user" else pwd.getpwuid(os.geteuid())
         self.home = Path(self.account.pw_dir)
         self.place = tmp / name  # the runner's own directory: payload, result, its runs' parent
         self.place.mkdir(mode=0o755)

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -39,11 +38,12 @@ from problems import PROBLEMS_ROOT
 from runner.sandbox import closed_ancestors, interpreter_paths, sandbox_level
 from services.kit.embedded import free_port
 from tests.support.events import archived
+from tests.support.hosts import ORDINARY_USER, ordinary_user
 
 REPO = Path(runner.__file__).resolve().parents[1]
 CONFINE = REPO / "runner" / "confine.py"
 NO_USER_NAMESPACES = REPO / "tests" / "support" / "no_user_namespaces.py"
-USER = "kbuser"
+USER = ORDINARY_USER
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 REPORT = "ATTACK-REPORT "
 
@@ -114,19 +114,12 @@ def custom_kernel(data):
 '''
 
 
-def _ensure_user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(USER)
-    except KeyError:
-        subprocess.run(["useradd", "-m", USER], check=True, capture_output=True)
-        return pwd.getpwnam(USER)
-
 
 class Up:
     """`kernelbot up` started as kbuser, with a data directory of its own."""
 
     def __init__(self, sandbox: bool) -> None:
-        self.account = _ensure_user()
+        self.account = ordinary_user()
         self.home = Path(self.account.pw_dir)
         self.place = Path(tempfile.mkdtemp(prefix="kb-up-as-user-"))  # not under pytest's 0700 tmp: kbuser enters
         os.chmod(self.place, 0o755)

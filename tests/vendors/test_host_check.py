@@ -11,6 +11,7 @@ import pytest
 
 from services.cli.host_check import cpu_max, memory_bytes, slice_cgroup
 from tests.support.fakes.host import REPO, FakeHost
+from tests.support.hosts import CANNOT_ISOLATE, can_simulate_a_host_without_isolation
 
 SETUP = REPO / "scripts" / "buildkite" / "setup-agent.sh"
 KERNELBOT = Path(sys.executable).with_name("kernelbot")
@@ -117,17 +118,6 @@ def test_a_runner_identity_file_must_be_private_and_well_named(host):
     assert "expected 600" in done.stdout and "secret" not in done.stdout
 
 
-# A host that cannot build the sandbox: not root (a user namespace of its own, uid 4242 inside), and no new user
-# namespaces (the refusal a container runtime's default seccomp profile makes; tests/support/no_user_namespaces.py).
-CANNOT_ISOLATE = ["unshare", "--user", "--map-user=4242", "--map-group=4242", sys.executable,
-                  str(Path(__file__).resolve().parents[1] / "support" / "no_user_namespaces.py")]
-
-
-def _can_drop_root() -> bool:
-    try:
-        return subprocess.run([*CANNOT_ISOLATE, "true"], capture_output=True, timeout=30).returncode == 0
-    except OSError:
-        return False
 
 
 def test_the_isolation_this_host_gives_is_reported_on_one_line_and_in_the_json(host):
@@ -147,7 +137,7 @@ def test_the_isolation_this_host_gives_is_reported_on_one_line_and_in_the_json(h
         key: verdict == "OK" for key, verdict in lines(done).items()}
 
 
-@pytest.mark.skipif(not _can_drop_root(), reason="needs `unshare --user` and seccomp")
+@pytest.mark.skipif(not can_simulate_a_host_without_isolation(), reason="needs `unshare --user` and seccomp")
 def test_a_host_that_cannot_build_the_sandbox_reports_limits_only_and_why(host):
     done = subprocess.run([*CANNOT_ISOLATE, str(KERNELBOT), "host-check", "--root", str(host.root), "--json"],
                           env=host.env(), capture_output=True, text=True, timeout=120, check=False)
