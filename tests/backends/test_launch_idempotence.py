@@ -125,3 +125,29 @@ async def test_a_restarted_dispatcher_finds_the_runner_again_and_can_cancel_it(t
     assert lost.reason == "lost" and "without a result" in lost.detail
     for child in first._children.values():  # the test process is the killed runner's parent: reap it
         child.wait()
+
+
+async def test_a_runner_whose_command_line_cannot_be_read_yet_is_not_started_twice(tmp_path, monkeypatch):
+    """Popen returns while the exec is still under way, and until the kernel has laid out the new program's
+    arguments its /proc/<pid>/cmdline reads empty: a relaunch right then used to start a second runner (seen once
+    in a loaded full run). Here the runner is a process whose command line never names the result file."""
+    starts: list[list[str]] = []
+    real_popen = local.subprocess.Popen
+
+    def unreadable_runner(command, *args, **kwargs):
+        starts.append(command)
+        return real_popen(["sleep", "30"], *args, **kwargs)
+
+    monkeypatch.setattr(local.subprocess, "Popen", unreadable_runner)
+    key = "3.cpu.test.1"
+    first = LocalBackend(tmp_path / "runs")
+    job_ref = await first.launch(identity_payload("3.cpu.test"), key)
+    try:
+        restarted = LocalBackend(tmp_path / "runs")
+        assert await restarted.launch(identity_payload("3.cpu.test"), key) == job_ref
+        assert len(starts) == 1
+        assert await restarted.poll(job_ref) is PENDING
+    finally:
+        await first.cancel(job_ref)
+        for child in first._children.values():
+            child.wait()

@@ -55,6 +55,20 @@ def _alive(pid: int) -> bool:
         return False
 
 
+def _leave_pid_file(run_dir: Path, pid: int) -> None:
+    """`runner.pid` for a runner started cold, as a forked one leaves it itself. Its command line alone cannot be
+    relied on at once: Popen returns once the exec is under way, and until the kernel has laid out the new
+    program's arguments /proc/<pid>/cmdline reads empty, so a second launch right then would start a second runner."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            started = handle.read().rsplit(b")", 1)[1].split()[19].decode()
+    except OSError:
+        return  # already gone: its result, or its absence, says the rest
+    temporary = run_dir / f".{RUNNER_PID_FILE}"
+    temporary.write_text(f"{pid} {started}\n")
+    os.replace(temporary, run_dir / RUNNER_PID_FILE)
+
+
 def _forked_runner(run_dir: Path) -> int | None:
     """The live runner a warm runner forked for `run_dir`: it leaves `runner.pid` (pid and start time, so a reused
     pid is not mistaken for it) before anything else."""
@@ -155,6 +169,7 @@ class LocalBackend:
         except OSError as exc:
             raise LaunchError(f"could not start the runner: {exc}") from exc
         self._children[str(run_dir)] = child
+        _leave_pid_file(run_dir, child.pid)
         return str(run_dir)
 
     def _running(self, run_dir: Path) -> bool:
