@@ -1,8 +1,9 @@
 """The local backend: the runner as a subprocess on this machine, in its own session so it outlives us.
 
 Each launch key gets its own directory; the job reference is that directory. Whether the job still runs is read
-from the process table (a runner whose command line names the directory's result file), so any dispatcher, after
-any restart, finds a live runner again instead of starting a second one into the same directory.
+from the process table (the pid and start time in the directory's `runner.pid`, else a runner whose command line
+names the directory's result file), so any dispatcher, after any restart, finds a live runner again instead of
+starting a second one into the same directory.
 
 With `warm`, the backend keeps a warm runner (runner/warm.py) beside it: a fork server with torch and the runner
 imported. The runner of a run is forked from it (its modules loaded, the host's system info known), and so are
