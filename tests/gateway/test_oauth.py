@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import itertools
-import json
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,23 +23,17 @@ from services.gateway.web.session import Signer
 from tests.gateway.conftest import CODE, cli
 from tests.support.events import archived, query
 from tests.support.fake_oauth import FakeOAuth, FakeOAuthServer
+from tests.support.oauth_platform import OAuthPlatform
 from tests.support.platform import Platform
 
 _accounts = itertools.count(91_000_000)
 
 
-class OAuthGateway(Platform):
+class OAuthGateway(OAuthPlatform):
     """Only a gateway, on the package platform's NATS and Postgres, with OAuth pointed at the fake."""
 
     def __init__(self, platform: Platform, fake: FakeOAuth, workdir: Path) -> None:
-        super().__init__(platform.nats_url, platform.database_url, workdir)
-        self.fake = fake
-
-    def env(self) -> dict[str, str]:
-        env = super().env()
-        env.update(KB_OAUTH_DISCORD=json.dumps(self.fake.settings("discord")),
-                   KB_OAUTH_GITHUB=json.dumps(self.fake.settings("github")), KB_PUBLIC_URL=self.url)
-        return env
+        super().__init__(platform.nats_url, platform.database_url, workdir, fake)
 
 
 @pytest.fixture(scope="module")

@@ -31,6 +31,7 @@ from runner.execute import execute
 from runner.sandbox import Limits, SandboxPolicy, closed_ancestors, interpreter_paths
 from runner.warm_client import start_warm_runner
 from schemas.contracts import FullResult, RunPayload
+from tests.sandbox.test_sandbox import connect_submission
 from tests.support.hosts import ORDINARY_USER, ordinary_user
 
 REPO = Path(runner.__file__).resolve().parents[1]
@@ -290,15 +291,7 @@ def custom_kernel(data):
 def test_no_connection_to_a_local_listener(who):
     with socket.create_server(("127.0.0.1", 0)) as listener:
         port = listener.getsockname()[1]
-        _, outcome = who.run(f"""
-import socket
-def custom_kernel(data):
-    try:
-        socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
-    except OSError as exc:
-        return "refused " + type(exc).__name__
-    return "connected"
-""")
+        _, outcome = who.run(connect_submission(port))
     assert outcome.startswith("refused")
 
 
