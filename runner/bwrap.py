@@ -92,8 +92,6 @@ def bwrap_arguments(base: Path, disk: int | None, devices: list[str], inside: in
             args += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             args += ["--ro-bind", top, top]
-    for path in readable_paths():
-        args += ["--ro-bind", path, path]
     args += ["--proc", "/proc", "--dev", "/dev"]
     for device in devices:
         args += ["--dev-bind", device, device]
@@ -106,6 +104,10 @@ def bwrap_arguments(base: Path, disk: int | None, devices: list[str], inside: in
     args += ["--ro-bind", str(base), str(base), "--bind", str(base / "run"), str(base / "run")]
     for place in ("home", "tmp"):
         args += [*size, "--tmpfs", str(base / place)]
+    # The interpreter last, over the fresh tmpfs: a virtual environment under /tmp (a CI checkout, say) would
+    # otherwise be hidden by the sandbox's own /tmp, and no process of the run could start.
+    for path in readable_paths():
+        args += ["--ro-bind", path, path]
     return [*args, "--remount-ro", "/"]  # the sandbox's own root too: only the places above take writes
 
 
