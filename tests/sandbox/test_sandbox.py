@@ -247,8 +247,6 @@ def test_a_sandbox_that_bwrap_refuses_at_run_time_leaves_the_run_limits_only(mon
 def test_an_interpreter_under_tmp_stays_visible_over_the_sandboxs_own_tmp(monkeypatch, tmp_path):
     """bwrap mounts in the order it is told: the interpreter's environment must come after the fresh /tmp, or a
     virtual environment under /tmp (a CI checkout) is hidden and no process of the run can start."""
-    import runner.bwrap
-
     monkeypatch.setattr(runner.bwrap, "readable_paths", lambda: ["/tmp/checkout/.venv"])
     args = runner.bwrap.bwrap_arguments(tmp_path / "kernelbot-run-x", None, [], 61000)
     pairs = list(zip(args, args[1:]))
