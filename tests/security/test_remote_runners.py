@@ -387,7 +387,14 @@ CONTAINERS = {"namespaces allowed": "", "no CAP_SYS_ADMIN": "setpriv --inh-caps=
                     reason="needs root to give the container a private /tmp")
 @pytest.mark.parametrize("container", CONTAINERS)
 def test_modal_two_runs_in_one_warm_container_see_nothing_of_each_other(container):
-    script = ("mount -t tmpfs tmpfs /tmp && mount -t tmpfs tmpfs /var/tmp && mount -t tmpfs tmpfs /dev/shm && exec "
+    # The container's own /tmp; a checkout or virtual environment that lives under the host's /tmp (CI's clone, say)
+    # is bound back into it, through /mnt, so the container can still start Python.
+    under_tmp = sorted(path for path in {str(REPO), sys.prefix} if path.startswith("/tmp/"))
+    keep = [path for path in under_tmp if not any(path.startswith(other + "/") for other in under_tmp)]
+    bind_back = "".join(f" && mkdir -p {shlex.quote(path)} && mount --bind {shlex.quote('/mnt' + path[len('/tmp'):])}"
+                        f" {shlex.quote(path)}" for path in keep)
+    script = ("mount --bind /tmp /mnt && mount -t tmpfs tmpfs /tmp" + bind_back + " && umount -l /mnt && "
+              "mount -t tmpfs tmpfs /var/tmp && mount -t tmpfs tmpfs /dev/shm && exec "
               f"{CONTAINERS[container]}{shlex.quote(sys.executable)} -c "
               "'from tests.security.test_remote_runners import two_runs_in_one_container as t; t()'")
     done = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script], cwd=REPO,
