@@ -1,4 +1,4 @@
-"""The runner: load problems, build payloads and execute them with the task harness (harness.md §1, §3, §4).
+"""The runner: load problems, build payloads and execute them with the task harness (docs/authoring.md).
 
 Modules:
   taskfile     task.yml loading and validation, case-line rendering, task hash

@@ -1,5 +1,5 @@
 """All stages of one run in one harness process: the chain extension of the harness protocol
-(docs/harness-protocol.md).
+(docs/authoring.md).
 
 A harness that names `KERNELBOT_HARNESS_CHAIN_FD` in its text (the example harness, problems/examples/eval.py,
 which also judges reference-kernels problems, runner/harness_choice.py) is started once per run as

@@ -1,4 +1,4 @@
-"""Competition files, `problems/<set>.yaml` (harness.md §1.2): the problem list of one problem set.
+"""Competition files, `problems/<set>.yaml` (docs/authoring.md): the problem list of one problem set.
 
 Loading is tolerant per entry, because sync reports a bad entry and goes on with the others (§1.6): an entry keeps
 what it has, and what is wrong with it is recorded on the entry. A file that is not YAML, or whose `problems` is not
@@ -44,7 +44,7 @@ class CompetitionFile:
     set_name: str  # the file stem
     title: str
     entries: list[CompetitionEntry]
-    # `precheck:` — the source pre-check's outcome per rule for every problem of the file (harness.md §8.2)
+    # `precheck:` — the source pre-check's outcome per rule for every problem of the file (docs/operations.md)
     precheck: dict[str, str] | None = None
 
 

@@ -1,5 +1,5 @@
 """The compiled binary of a CUDA submission, kept on the host for the other runs of the same submission (its secret
-run, a rerun): compiled once, run by each (harness.md §3.2 allows compiling once per run; this goes one step
+run, a rerun): compiled once, run by each (docs/authoring.md allows compiling once per run; this goes one step
 further, across the runs of one submission on one host).
 
 The key is a hash of everything that goes into the compile: the nvcc version, the payload's sources and headers,

@@ -1,4 +1,4 @@
-"""The nvcc compile step of a `cu` run (harness.md §3.2 point 3)."""
+"""The nvcc compile step of a `cu` run (docs/authoring.md point 3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The environment handed to the harness and to user code (harness.md §8.3): only the variables a harness, the
+"""The environment handed to the harness and to user code (docs/security.md): only the variables a harness, the
 compiler and the GPU stack need, taken from the runner's own environment.
 
 An allow-list: a variable nobody thought of (a new service's URL, an operator's token) never reaches user code.

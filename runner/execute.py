@@ -1,4 +1,4 @@
-"""The runner procedure (harness.md §3.2): write the files into a fresh directory, warm up (py) or compile (cu),
+"""The runner procedure (docs/authoring.md): write the files into a fresh directory, warm up (py) or compile (cu),
 run the stages of the payload's mode (§2) and return a FullResult (§3.3).
 
 `success: false` on the FullResult is reserved for runner failures (an exception here); user failures (compile

@@ -1,4 +1,4 @@
-"""Which harness judges a run, decided by the runner from the files' content (issue #16, harness.md §5.3, §5.5).
+"""Which harness judges a run, decided by the runner from the files' content (issue #16, docs/authoring.md).
 
 A Python problem in the standard reference-kernels shape (`reference.py` with `generate_input` and
 `check_implementation`, `task.py`, and a `main` that is the stock `eval.py`) can be judged by KernelBot's

@@ -1,4 +1,4 @@
-"""Building the run payload from a task and a submission (harness.md §3.1) and its transport encoding.
+"""Building the run payload from a task and a submission (docs/authoring.md) and its transport encoding.
 
 Transport: base64(zlib.compress(json_utf8)), standard alphabet with padding, default zlib level. A payload may
 carry a secret seed, so whoever holds an encoded payload must treat it as a secret.

@@ -1,4 +1,4 @@
-"""The ProfileResult of a `profile` stage (harness.md §3.3, §4.5).
+"""The ProfileResult of a `profile` stage (docs/authoring.md).
 
 Our Python harness profiles one call of the kernel with torch.profiler (CPU activities; CUDA activities too on a
 GPU) and writes the table as `benchmark.0.report`, base64 with `+` and `*` as the last two characters. The runner

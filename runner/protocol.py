@@ -1,4 +1,4 @@
-"""The harness -> runner protocol (harness.md §4.2, §4.4): result lines, tamper rules, output truncation."""
+"""The harness -> runner protocol (docs/authoring.md): result lines, tamper rules, output truncation."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def judge_stage(text: str, stage: str, expected_cases: int | None) -> StageVerdi
 
     Beyond upstream's `check == pass` we require the result to be consistent with the case file the runner wrote
     (counts and per-case verdicts). This is a best-effort defence against user code that forges lines on the result
-    fd while sharing the harness process; the real defence is the supervisor/worker split of harness.md §5.3.1.
+    fd while sharing the harness process; the real defence is the supervisor/worker split of docs/authoring.md.
     `expected_cases` None skips the count comparison (e.g. harnesses known to report a different count).
     """
     result, tampered = parse_result_lines(text)

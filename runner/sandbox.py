@@ -1,4 +1,4 @@
-"""The sandbox of the local runner (harness.md §8.3): what confines the harness, warm-up and compiler processes.
+"""The sandbox of the local runner (docs/security.md): what confines the harness, warm-up and compiler processes.
 
 Per run: a fresh directory (`RunSandbox.base`) holding the run files (`run/`, read-only to user code), a private
 HOME and TMPDIR (also holding the inline-extension build cache, the one thing that persists between the stages of

@@ -3,7 +3,7 @@
 
 It has no run identity, names its files `files` (not `sources`) and has no `main` and no checker. The runner fills
 the rest in and judges it by what it can judge: the program ran and exited 0. A payload that names its run
-(`run_id`) is a real run: no defaults, the whole contract (harness.md §3.1).
+(`run_id`) is a real run: no defaults, the whole contract (docs/authoring.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""System information for the result (harness.md §3.3), gathered without importing torch in the runner process:
+"""System information for the result (docs/authoring.md), gathered without importing torch in the runner process:
 torch's version comes from its installed distribution metadata, GPUs from nvidia-smi / rocm-smi, and the hardware
 fingerprint (§5.5) from NVML (runner.nvml) and the host's cpufreq files."""
 

@@ -1,4 +1,4 @@
-"""Field validators for task.yml (harness.md §1.3, §1.5). Each raises FieldError(field, problem);
+"""Field validators for task.yml (docs/authoring.md). Each raises FieldError(field, problem);
 runner.taskfile turns that into a TaskFileError naming the file."""
 
 from __future__ import annotations

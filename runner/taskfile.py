@@ -1,4 +1,4 @@
-"""Loading a problem directory's `task.yml` into a typed Task (harness.md §1.3) and rendering case lines (§1.5).
+"""Loading a problem directory's `task.yml` into a typed Task (docs/authoring.md) and rendering case lines (§1.5).
 
 Every validation error is a TaskFileError whose message starts with the task.yml path and names the field, e.g.
 `problems/x/task.yml: files[2].source: '../../etc/passwd' resolves outside the checkout root ...`.
@@ -80,7 +80,7 @@ def render_case_file(cases: list[dict[str, CaseValue]]) -> str:
 
 
 def compute_task_hash(task: Task) -> str:
-    """SHA-256 over the sorted (name, content) pairs of all non-submission task files (harness.md §5.5).
+    """SHA-256 over the sorted (name, content) pairs of all non-submission task files (docs/authoring.md).
 
     The pairs are serialised as compact JSON so that no choice of names or contents can collide.
     """

@@ -1,4 +1,4 @@
-"""Telemetry around timed stages (harness.md §5.3.9): each GPU's temperature, clocks, power and slowdown reasons
+"""Telemetry around timed stages (docs/authoring.md): each GPU's temperature, clocks, power and slowdown reasons
 read through NVML just before and just after the stage, outside its timed window. A stage during which a GPU
 reported a thermal, power or hardware slowdown is `throttled`, and its report says so (services.core.longreport)."""
 

@@ -1,4 +1,4 @@
-"""The task, run-payload and run-result contracts shared by dispatcher, runner and scorer (harness.md §1.3, §3)."""
+"""The task, run-payload and run-result contracts shared by dispatcher, runner and scorer (docs/authoring.md)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ class Task(_Frozen):
 
 
 class RunPayload(_Frozen):
-    """What the dispatcher sends to a runner for one run (harness.md §3.1)."""
+    """What the dispatcher sends to a runner for one run (docs/authoring.md)."""
 
     run_id: str
     gpu: str
@@ -88,7 +88,7 @@ class RunPayload(_Frozen):
 
 
 class GpuFingerprint(_Frozen):
-    """One GPU as measured on (harness.md §5.5); None where the device or driver does not say."""
+    """One GPU as measured on (docs/authoring.md); None where the device or driver does not say."""
 
     index: int = 0
     name: str = ""

@@ -291,7 +291,7 @@ class ScoreComputed(Event):
     ranking_by: str
     harness_version: str = ""
     submitted_at: datetime
-    hardware: dict[str, str] = {}  # the comparable fingerprint it was measured on (harness.md §5.5)
+    hardware: dict[str, str] = {}  # the comparable fingerprint it was measured on (docs/authoring.md)
 
     def identity(self) -> str:
         return f"{self.submission_id}:{self.gpu}"

@@ -1,4 +1,4 @@
-"""The source pre-check as events (harness.md §8.2): a competition's outcomes per rule, the verdict an admission
+"""The source pre-check as events (docs/operations.md): a competition's outcomes per rule, the verdict an admission
 carries, an admin clearing a false positive, and the submission reinstated once cleared.
 
 The verdict travels inside the admission's own event (SubmissionAccepted / SubmissionRejected), so whoever judges

@@ -51,7 +51,7 @@ import modal
 
 APP_NAME = "kernelbot-runners"
 FUNCTION_TIMEOUT_S = 3600
-# The runner's result for a run that could not even start its harness (harness.md §3.2 step 5).
+# The runner's result for a run that could not even start its harness (docs/authoring.md step 5).
 RUNNER_FAILED = {"success": False, "error": "", "system": {}, "runs": {}}
 
 app = modal.App(APP_NAME)
@@ -216,7 +216,7 @@ class WarmRunner:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
-# Modal needs each class and function at module level; one per GPU type of the catalogue (harness.md §10).
+# Modal needs each class and function at module level; one per GPU type of the catalogue (docs/vendors.md).
 @app.cls(gpu="T4", image=image, timeout=FUNCTION_TIMEOUT_S)
 class RunT4(WarmRunner):
     pass

@@ -1,4 +1,4 @@
-"""`kernelbot precheck`: the source pre-check's operator commands (harness.md §8.2), as events like the admin
+"""`kernelbot precheck`: the source pre-check's operator commands (docs/operations.md), as events like the admin
 routes: a competition's outcomes per rule, a submission's verdict, and clearing a false positive (which reinstates
 the submission and rescores its board through the rejudge path)."""
 

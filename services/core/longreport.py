@@ -1,4 +1,4 @@
-"""The long report of one run (harness.md §9.2) as a list of parts, and the time format of §9.3. Pure.
+"""The long report of one run (docs/quickstart.md) as a list of parts, and the time format of §9.3. Pure.
 
 Parts are kept apart from their rendering: an HTTP client gets them as markdown text
 (services.core.reports.render_text), the Discord bot sends Logs as code blocks and Files as attachments. Works on the
@@ -46,7 +46,7 @@ Part = Text | Log | Link | File
 
 
 def format_time(ns: float | str | None, err: float | str | None = None) -> str:
-    """A duration given in ns, in the unit and precision of harness.md §9.3 (`4.00 ± 0.001 µs`)."""
+    """A duration given in ns, in the unit and precision of docs/quickstart.md (`4.00 ± 0.001 µs`)."""
     if ns is None or ns == "":
         return "–"
     value, error = float(ns), float(err or 0.0)
@@ -85,7 +85,7 @@ def _value(value: Any, unit: str = "") -> str:
 
 
 def fingerprint_lines(fingerprint: dict[str, Any]) -> list[str]:
-    """The hardware fingerprint (harness.md §5.5) of each GPU and of the CPU, one line each."""
+    """The hardware fingerprint (docs/authoring.md) of each GPU and of the CPU, one line each."""
     lines = []
     for gpu in fingerprint.get("gpus") or []:
         lines.append(f"* GPU {gpu.get('index', 0)}: `{gpu.get('name', '')}`, driver {_value(gpu.get('driver'))}, "

@@ -44,7 +44,7 @@ SELECT s.*, l.name AS leaderboard_name, j.status AS job_status, j.error AS job_e
 FROM submissions s LEFT JOIN leaderboards l ON l.id = s.leaderboard_id LEFT JOIN jobs j ON j.submission_id = s.id
 WHERE s.id = $1 AND NOT s.deleted
 """
-# Stages of one run share recorded_seq and may share start times: then the harness order decides (harness.md §2).
+# Stages of one run share recorded_seq and may share start times: then the harness order decides (docs/authoring.md).
 RUN_ORDER = """
 ORDER BY recorded_seq, start_time,
          CASE WHEN stage = 'test' THEN 0 WHEN stage = 'benchmark' THEN 1 WHEN stage = 'leaderboard' THEN 3 ELSE 2 END,

@@ -1,4 +1,4 @@
-"""Report texts of a run (harness.md §9): the title, the short `> ` status lines, the long report rendered as
+"""Report texts of a run (docs/quickstart.md): the title, the short `> ` status lines, the long report rendered as
 markdown, and splitting a report into messages under a size limit. Pure; the one report module of the gateway and
 the Discord bot.
 

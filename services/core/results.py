@@ -1,7 +1,7 @@
 """FullResult per run, rebuilt from the read model for streamed clients (http-api.md §4.3). Pure.
 
 A run is one row of run_requests (one payload on one GPU) and its harness stages are rows of runs. Secret runs keep
-their structure and types, but what could reveal the secret inputs is blanked (harness.md §6).
+their structure and types, but what could reveal the secret inputs is blanked (docs/security.md).
 """
 
 from __future__ import annotations

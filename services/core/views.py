@@ -57,7 +57,7 @@ def stage_run(row) -> dict[str, Any]:
         "start_time": timestamp(row["start_time"]), "end_time": timestamp(row["end_time"]), "mode": row["stage"],
         "secret": row["secret"], "runner": row["gpu"], "score": row["score"], "passed": row["passed"],
     }
-    # Secret runs and ranked stages show no harness output to clients (http-api.md §3.12, harness.md §6).
+    # Secret runs and ranked stages show no harness output to clients (http-api.md §3.12, docs/security.md).
     if not row["secret"] and row["stage"] in SECRET_HIDDEN_MODES:
         view["result"] = run.get("result", {})
     return view
@@ -73,7 +73,7 @@ def submission(row, runs, queue: dict | None) -> dict[str, Any]:
         "job": {"status": row["job_status"], "error": row["job_error"],
                 "last_heartbeat": timestamp(row["job_last_heartbeat"])},
         "runner_queue": queue,
-        # the source pre-check's warning, when a rule set to `warn` fired (harness.md §8.2)
+        # the source pre-check's warning, when a rule set to `warn` fired (docs/operations.md)
         "warnings": [row["precheck_warning"]] if row.get("precheck_warning") else [],
     }
 
@@ -109,7 +109,7 @@ def invite(row) -> dict[str, Any]:
 
 
 def admin_run(row) -> dict[str, Any]:
-    """A stage in the admin view (http-api.md §3.18): everything, secret runs included (harness.md §6)."""
+    """A stage in the admin view (http-api.md §3.18): everything, secret runs included (docs/security.md)."""
     evaluation = row["result"]
     run = evaluation.get("run")
     meta = None if run is None else {key: value for key, value in run.items() if key != "result"}

@@ -1,4 +1,4 @@
-"""The GPU catalogue (harness.md §10): which backend serves each GPU name, where, and for which architecture.
+"""The GPU catalogue (docs/vendors.md): which backend serves each GPU name, where, and for which architecture.
 
 Configuration, not code: `KB_GPU_CATALOGUE` names a YAML or JSON file (or holds the JSON itself) of the shape
 

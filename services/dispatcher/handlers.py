@@ -51,7 +51,7 @@ async def judge(conn, event: SubmissionReceived, board, now: datetime, read: pol
                 ) -> tuple[policy.Refusal | None, PrecheckVerdict | None]:
     """The authoritative admission (http-api.md §6): the shared policy against the policy state and this
     dispatcher's own count of accepted submissions, taken under the category's lock; then the source pre-check
-    under the competition's outcomes (harness.md §8.2)."""
+    under the competition's outcomes (docs/operations.md)."""
     category = policy.rate_category(event.mode)
     found = await admission_repository.applicant(conn, event.user_id, board.id if board else None, category)
     rate_limit = None

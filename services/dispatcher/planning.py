@@ -5,7 +5,7 @@ from __future__ import annotations
 from schemas.contracts import RunPayload, Task
 from schemas.events import PlannedRun
 
-# harness.md §2: the warm-up or compile step before the stages has its own fixed budget.
+# docs/authoring.md: the warm-up or compile step before the stages has its own fixed budget.
 COMPILE_BUDGET_S = 120
 
 
@@ -46,5 +46,5 @@ def stage_timeouts(task: Task, mode: str) -> list[int]:
 
 
 def run_budget_s(task: Task, mode: str, launch_allowance_s: int) -> int:
-    """One timeout model (harness.md §12.1): compile step + the run's stage timeouts + the backend's allowance."""
+    """One timeout model (docs/quickstart.md): compile step + the run's stage timeouts + the backend's allowance."""
     return COMPILE_BUDGET_S + sum(stage_timeouts(task, mode)) + launch_allowance_s

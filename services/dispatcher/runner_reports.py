@@ -1,4 +1,4 @@
-"""Results that runners on GPU hosts report themselves (harness.md: the runner publishes its result when it can
+"""Results that runners on GPU hosts report themselves (docs/authoring.md: the runner publishes its result when it can
 reach NATS). A runner's NATS user may publish only below `runner.<its name>.`, so the subject names the reporter;
 this module decides whether that reporter may report that run. Pure: the dispatcher's handler feeds it the run's
 GPU as the dispatcher planned it, and then builds the event from its own record, taking only the result.

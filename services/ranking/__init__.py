@@ -1,1 +1,1 @@
-"""Ranking rules shared by the services that rank: what is eligible and what is best (harness.md §7)."""
+"""Ranking rules shared by the services that rank: what is eligible and what is best (docs/quickstart.md)."""

@@ -1,4 +1,4 @@
-"""Which hardware differences make two scores incomparable (harness.md §5.5). Pure.
+"""Which hardware differences make two scores incomparable (docs/authoring.md). Pure.
 
 What matters for a GPU board: each GPU's model, driver, CUDA/ROCm version, the application (locked) SM clock, the
 power limit, ECC and MIG; for a CPU board (no GPU): the CPU model, its core count and the scaling governor. Never the

@@ -71,7 +71,7 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
     await repository.mark_finished(conn, submission_id)
     tags = {"correlation_id": str(submission_id)}
     if row["precheck_hold"] == "hacked":
-        # held by the source pre-check: it ran, so an admin can judge it, but it never ranks (harness.md §8.2)
+        # held by the source pre-check: it ran, so an admin can judge it, but it never ranks (docs/operations.md)
         return [SubmissionFinished(submission_id=submission_id, status="hacked", error=row["precheck_detail"],
                                    **tags)]
     references = {score.gpu: await repository.reference_hardware(conn, row["leaderboard"], score.gpu,

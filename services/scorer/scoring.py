@@ -1,4 +1,4 @@
-"""Pure judging: a run's verdict, a submission's outcome, scores and ranks (harness.md §7, http-api.md §5.2)."""
+"""Pure judging: a run's verdict, a submission's outcome, scores and ranks (docs/quickstart.md, http-api.md §5.2)."""
 
 from __future__ import annotations
 
@@ -144,7 +144,7 @@ def one_line(text: str) -> str:
 def unisolated(verdict: RunVerdict) -> bool:
     """A run its runner reported as not fully isolated: user code may have reached the runner, its result or the
     network. "" (from a runner older than the level) is judged as it was before the level existed, so that the
-    history a replay or a rescore reads keeps its rankings (docs/security.md, "Isolation levels")."""
+    history a replay or a rescore reads keeps its rankings (docs/security.md)."""
     return verdict.isolation not in ("full", "")
 
 

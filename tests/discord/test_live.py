@@ -61,7 +61,7 @@ async def ranked_submission_to_verdict(wire, platform, person: Person, board: st
     [verdict] = [m["content"] for m in fake.messages_in(channel) if f"place on `{board}`" in m["content"]]
     assert verdict == f"<@{person.user_id}> 🥇 1st place on `{board}` on {gpu}: {texts.score_text(score)}"
 
-    # status lines: the public and the secret run, each with the short lines of harness.md §9.1
+    # status lines: the public and the secret run, each with the short lines of docs/quickstart.md
     assert f"**{gpu} on {backend} ✅ success**" in final and f"**{gpu} on {backend} (secret) ✅ success**" in final
     assert "> ✅ Leaderboard run successful" in final
 

@@ -32,7 +32,7 @@ def test_the_admin_view_shows_every_run_with_full_records_and_numbers_for_scores
     scores = [run["score"] for run in shown["runs"] if run["mode"] == "leaderboard"]
     assert len(scores) == 2 and all(isinstance(score, float) for score in scores)
     assert [run["score"] for run in shown["runs"] if run["mode"] != "leaderboard"] == [None] * 4
-    # the secret run's output is the admin's to see (harness.md §6), never a user's
+    # the secret run's output is the admin's to see (docs/security.md), never a user's
     assert all(run["result"] for run in secret)
     user_view = gateway.submission(cli_id, submission_id)
     assert all("result" not in run for run in user_view["runs"] if run["secret"])

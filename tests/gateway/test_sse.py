@@ -55,7 +55,7 @@ def test_a_streamed_test_submission_ends_with_one_result(gateway):
     assert list(full["runs"]) == ["test"]
     assert set(full["runs"]["test"]) == {"start", "end", "compilation", "run", "profile"}
     assert full["runs"]["test"]["run"]["result"]["check"] == "pass"
-    [report] = result["reports"]  # status lines, then the long report (harness.md §9.2)
+    [report] = result["reports"]  # status lines, then the long report (docs/quickstart.md)
     assert report.startswith("**null on null ✅ success**\n> ✅ Testing successful\n\nRunning on:\n* GPU: `")
     assert "## ✅ Passed " in report
     # the streamed submission is the same durable object the polling client reads

@@ -1,4 +1,4 @@
-"""Problem sync planning (harness.md §1.2, §1.6) over a copy of the reference-kernels-style fixture checkout."""
+"""Problem sync planning (docs/authoring.md) over a copy of the reference-kernels-style fixture checkout."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The chain extension of the harness protocol (runner/chain.py, docs/harness-protocol.md): the stages of one run
+"""The chain extension of the harness protocol (runner/chain.py, docs/authoring.md): the stages of one run
 in one harness process, each stage's EvalResult as one process per stage gives it.
 
 With tiny chain-speaking scripts (no torch) for the protocol, and with the example harness (problems/examples) on

@@ -1,4 +1,4 @@
-"""The hardware fingerprint on every result and the telemetry around timed stages (harness.md §5.3.9, §5.5).
+"""The hardware fingerprint on every result and the telemetry around timed stages (docs/authoring.md).
 
 No GPU exists here: the GPU branch runs against a fake `pynvml` module (the Python seam of nvidia-ml-py) holding a
 small NVML of two GPUs; the CPU branch runs for real, through runner.execute and its subprocesses.

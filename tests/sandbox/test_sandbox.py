@@ -1,4 +1,4 @@
-"""The local runner's sandbox (harness.md §8.3), one hostile submission per limit, through runner.execute.
+"""The local runner's sandbox (docs/security.md), one hostile submission per limit, through runner.execute.
 
 Each submission is imported and called by a tiny harness (no torch) that reports what happened on the result pipe.
 Each test fails when its limit is removed: the submission then succeeds at what it tries. Where a control run

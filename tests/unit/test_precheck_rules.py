@@ -1,4 +1,4 @@
-"""The source pre-check's rules (harness.md §8.2): each fires on an attack and stays quiet on real, legitimate
+"""The source pre-check's rules (docs/operations.md): each fires on an attack and stays quiet on real, legitimate
 kernels (Triton, inline CUDA through load_inline, plain torch, a CUDA file)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reports of harness.md §9 over real runner results (tests/fixtures/run_results.json was produced by running
+"""The reports of docs/quickstart.md over real runner results (tests/fixtures/run_results.json was produced by running
 the runner on the bundled vectoradd_py problem and the CUDA example; see the test names) and small built ones."""
 
 from __future__ import annotations

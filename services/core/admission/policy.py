@@ -212,7 +212,7 @@ def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[st
 
 
 def read_source(code: str, file_name: str, mode: str) -> list[precheck.Finding]:
-    """The source pre-check's findings (harness.md §8.2). Fails closed, never letting code through unread: a source
+    """The source pre-check's findings (docs/operations.md). Fails closed, never letting code through unread: a source
     nested too deeply to read is refused (400), and a checker that breaks answers 503."""
     try:
         return precheck.findings_for(code, file_name, mode)

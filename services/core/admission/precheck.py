@@ -1,4 +1,4 @@
-"""The source pre-check (harness.md §8.2, a KernelGuard-style first gate): rules read from a submission's source.
+"""The source pre-check (docs/operations.md, a KernelGuard-style first gate): rules read from a submission's source.
 
 Pure. Python is read as a syntax tree, so names resolve through import aliases and text in comments, strings and
 docstrings never fires a Python rule; CUDA / C++ (a `.cu` file, or the sources handed to `load_inline`) is read as
@@ -19,7 +19,7 @@ Outcome = str  # "refuse" | "hacked" | "warn" | "off"
 OUTCOMES = ("refuse", "hacked", "warn", "off")
 # Worst first: the outcome of several hits is the worst of theirs.
 OUTCOME_ORDER = {"refuse": 0, "hacked": 1, "warn": 2, "off": 3}
-CHECKED_MODES = ("benchmark", "profile", "leaderboard")  # harness.md §8.2: not for `test`, as upstream
+CHECKED_MODES = ("benchmark", "profile", "leaderboard")  # docs/operations.md: not for `test`, as upstream
 UNAVAILABLE = "KernelGuard pre-check is unavailable right now. Please try again later."
 UNREADABLE = "KernelGuard pre-check could not read the submission: it is nested too deeply. Please simplify it."
 
@@ -127,7 +127,7 @@ def outcome_of(rule: str, overrides: Mapping[str, str], multi_gpu: bool = False)
 
 
 def rejection_text(findings: list[Finding] | tuple[Finding, ...]) -> str:
-    """harness.md §8.2: `Submission rejected by KernelGuard pre-check (<reason>). Matched rules: A, B.`"""
+    """docs/operations.md: `Submission rejected by KernelGuard pre-check (<reason>). Matched rules: A, B.`"""
     rules = sorted({f.rule for f in findings})
     first = findings[0]
     reason = f"line {first.line}: {first.message}"

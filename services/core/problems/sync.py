@@ -1,4 +1,4 @@
-"""Problem sync (harness.md §1.6, http-api.md §3.29): which leaderboards a problems/ checkout creates, updates or
+"""Problem sync (docs/authoring.md, http-api.md §3.29): which leaderboards a problems/ checkout creates, updates or
 skips, and the events that say so. No network and no database: the caller passes the boards that exist and
 publishes the events this returns.
 
@@ -29,7 +29,7 @@ from schemas.events import LeaderboardCreated, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet
 from services.core.admission.precheck import validate_overrides
 
-# Scoring- or correctness-relevant: a change needs force (the new platform's list, harness.md §1.6).
+# Scoring- or correctness-relevant: a change needs force (the new platform's list, docs/authoring.md).
 SIGNIFICANT = ("files", "config", "lang", "tests", "benchmarks", "ranking_by", "seed", "multi_gpu", "harness")
 NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 MAX_NAME_LENGTH = 95

@@ -1,4 +1,4 @@
-"""Admin routes of the source pre-check (harness.md §8.2): a competition's outcomes per rule, a submission's
+"""Admin routes of the source pre-check (docs/operations.md): a competition's outcomes per rule, a submission's
 verdict with the rules that fired, and clearing a false positive (rescored through the rejudge path)."""
 
 from __future__ import annotations

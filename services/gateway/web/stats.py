@@ -1,4 +1,4 @@
-"""The 95% interval of a ranked score and statistical ties between neighbours (harness.md §12.2). Pure.
+"""The 95% interval of a ranked score and statistical ties between neighbours (docs/quickstart.md). Pure.
 
 A score is `last`, `mean` or `geom` of the per-case benchmark means (services/scorer/scoring.py); each case reports
 its mean and standard error in ns. The interval propagates those errors through the same aggregate (normal
