@@ -41,6 +41,7 @@ from schemas.streams import (
 )
 
 from .container import run_completed
+from .payload import PayloadError, decode_payload
 
 NATS_URL_ENV = "KB_RUNNER_NATS_URL"
 PASSWORD_ENV = "KB_RUNNER_NATS_PASSWORD"
@@ -86,8 +87,6 @@ def config_from_env(environ: Mapping[str, str], *, sandbox: bool = True) -> Agen
 
 
 def _ceiling_s(payload_text: str) -> float | None:
-    from .payload import PayloadError, decode_payload
-
     try:
         payload = decode_payload(payload_text)
     except PayloadError:

@@ -25,11 +25,9 @@ memory, so there the agent's cgroup memory limit is the bound.
 
 from __future__ import annotations
 
-import fcntl
 import functools
 import json
 import os
-import random
 import shutil
 import stat
 import subprocess
@@ -39,11 +37,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .bwrap import Holder, SandboxUnavailable
+from .run_uids import claim_uid, kill_uid, remove_files_of, tasks_of_uid
 
 CONFINE_SCRIPT = Path(__file__).with_name("confine.py")
-UID_RANGE = range(61_000, 62_000)  # dedicated sandbox uids; none needs a passwd entry
-LOCK_DIR = Path(tempfile.gettempdir()) / "kernelbot-sandbox-uids"
-SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 GIB = 1 << 30
 
 
@@ -145,7 +141,7 @@ class RunSandbox:
             if self.policy is not None and self.policy.isolate and self.holder is None:
                 raise RuntimeError(f"the full sandbox is not available here: {sandbox_level()[1]}")
             if self.holder is None and self.policy is not None and self.policy.isolating:
-                self.uid, self._lock = _claim_uid()
+                self.uid, self._lock = claim_uid()
                 os.chmod(self.base, 0o711)
                 for directory in (self.home, self.tmp):
                     os.chown(directory, self.uid, self.uid)
@@ -158,7 +154,7 @@ class RunSandbox:
         """The run's bubblewrap sandbox; tried for each run rather than probed first, which would cost a cold
         runner process one more sandbox and process on every run."""
         if os.geteuid() == 0:
-            self.uid, self._lock = _claim_uid()
+            self.uid, self._lock = claim_uid()
         os.chmod(self.base, 0o711)  # the uid may enter, not list
         self.holder = Holder.spawn(self.base, disk=self.policy.limits.disk if self.policy else None, uid=self.uid,
                                    reveal=_masks(self.base) if self.uid else [])
@@ -363,61 +359,3 @@ def _userns_problem() -> str | None:
         if value == forbidding:
             return f"unprivileged user namespaces are disabled ({name.replace('/', '.')}={value})"
     return None
-
-
-def _claim_uid():
-    """A sandbox uid no other run on this host holds, kept by an flock for the run's life."""
-    LOCK_DIR.mkdir(mode=0o700, exist_ok=True)
-    candidates = list(UID_RANGE)
-    random.shuffle(candidates)
-    for uid in candidates:
-        handle = open(LOCK_DIR / f"{uid}.lock", "w")  # noqa: SIM115 - held until the run ends
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            handle.close()
-            continue
-        kill_uid(uid)  # leftovers of a crashed runner
-        return uid, handle
-    raise RuntimeError("no free sandbox uid")
-
-
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process of `uid`: also those that left the process group (setsid) to outlive the run."""
-    subprocess.run(["kill", "-KILL", "-1"], user=uid, group=uid, extra_groups=[], check=False,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def remove_files_of(uid: int) -> None:
-    """Whatever the uid left in world-writable places, so nothing persists into another submission's run."""
-    for directory in SHARED_WRITABLE_DIRS:
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                if entry.stat(follow_symlinks=False).st_uid != uid:
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
-
-
-def tasks_of_uid(uid: int) -> int:
-    """Live processes and threads owned by `uid` (what RLIMIT_NPROC counts)."""
-    count = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            status = Path(f"/proc/{pid}/status").read_text()
-        except OSError:
-            continue
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        if int(fields.get("Uid", "-1 ").split()[0]) == uid and not fields.get("State", "").strip().startswith("Z"):
-            count += int(fields.get("Threads", "1").strip())
-    return count

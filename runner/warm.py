@@ -207,6 +207,8 @@ class Server:
             if runner is not None:
                 keep: set[int] = set()
                 if spare is not None:
+                    # Project modules are imported by main(), once the server has hardened itself; at import this
+                    # module stays standard-library only.
                     from runner.sandbox import offer
 
                     offer(spare)
@@ -220,7 +222,7 @@ class Server:
     def prepare_spare(self, workdir: str | None) -> None:
         """Build the next run's sandbox now, while no run waits for it (bwrap and its init take tens of ms)."""
         if self.spare is None and not self.draining:
-            from runner.sandbox import prebuild
+            from runner.sandbox import prebuild  # loaded by main() already: see offer above
 
             self.spare = prebuild(Path(workdir) if workdir else None)
 

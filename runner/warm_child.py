@@ -221,6 +221,7 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set
         _fresh_streams(dict(os.environ))
         _leave_pid_file(arguments)
         _forget_process_caches()
+        # Loaded in the server already (runner/warm.py main); named here, in the forked runner, like its entry point.
         from runner.__main__ import main
         from runner.sandbox import discard_offer
 

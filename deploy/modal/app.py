@@ -153,12 +153,11 @@ def remove_new_entries(before: dict[str, set[str]]) -> None:
 
 def sandbox_level() -> str:
     """What the runner's sandbox can build here, for the container's log (each result also records its own)."""
-    import runner.sandbox as sandbox
+    # Late: this file is also loaded where the app is deployed from, which has Modal's client but no runner package.
+    from runner.sandbox import sandbox_level as level_here
 
-    if hasattr(sandbox, "sandbox_level"):
-        level, reason = sandbox.sandbox_level()
-        return f"{level} ({reason})"
-    return "full" if sandbox.isolation_available() else "limits-only"
+    level, reason = level_here()
+    return f"{level} ({reason})"
 
 
 def execute(payload: dict, launch_key: str, warm_socket: str | None = None) -> dict:

@@ -20,7 +20,8 @@ import pytest
 
 import runner.bwrap
 from runner.execute import execute
-from runner.sandbox import Limits, RunSandbox, SandboxPolicy, sandbox_level, tasks_of_uid
+from runner.run_uids import tasks_of_uid
+from runner.sandbox import Limits, RunSandbox, SandboxPolicy, sandbox_level
 from schemas.contracts import RunPayload
 
 HARNESS = """
