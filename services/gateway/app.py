@@ -37,6 +37,7 @@ from services.gateway.waiter import ProjectionWaiter
 from services.kit import metrics
 from services.kit.bus import declare_streams, document_publishers, make_broker
 from services.kit.db import apply_migrations, create_pool
+from services.kit.ride_out import through_outage
 
 
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
@@ -51,8 +52,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         apply_migrations(settings.database_url)
         # no session state is ever set on a pooled connection (the LISTENs have their own): no reset per release
         app.state.pool = await create_pool(settings.database_url, settings.pool_size, reset_sessions=False)
-        await broker.start()
-        await declare_streams(broker)
+        await through_outage(broker.start, "connecting to NATS")
+        await through_outage(lambda: declare_streams(broker), "declaring the streams")
         app.state.waiter = ProjectionWaiter()
         await app.state.waiter.start(settings.database_url)
         app.state.position = LedgerPosition()

@@ -14,6 +14,8 @@ import zlib
 
 import asyncpg
 
+from services.kit.ride_out import through_outage
+
 log = logging.getLogger("kernelbot.leader")
 
 LOCK = "SELECT pg_advisory_lock(8240, $1)"
@@ -86,7 +88,7 @@ async def await_redeliveries(js, stream: str, durable: str, timeout_s: float) ->
     deadline = asyncio.get_running_loop().time() + timeout_s
     while asyncio.get_running_loop().time() < deadline:
         try:
-            info = await js.consumer_info(stream, durable)
+            info = await through_outage(lambda: js.consumer_info(stream, durable), f"reading {durable}")
         except NotFoundError:
             return  # a first start: nothing was ever delivered
         if not info.num_ack_pending:

@@ -19,6 +19,7 @@ from services.kit.consumer import Kit, KitSlot
 from services.kit.db import apply_migrations, create_pool
 from services.kit.deadletter import JETSTREAM_MAX_DELIVER, DeadLetterMiddleware
 from services.kit.outbox import OutboxRelay
+from services.kit.ride_out import patient_subscriptions, through_outage
 from services.kit.settings import ServiceSettings
 
 log = logging.getLogger("kernelbot")
@@ -96,11 +97,13 @@ def service_broker(settings: ServiceSettings) -> NatsBroker:
 
 
 async def start_kit(broker: NatsBroker, settings: ServiceSettings) -> Kit:
-    """Prepare everything a consumer needs before its subscriptions start."""
+    """Prepare everything a consumer needs before its subscriptions start; the steps that need NATS, the
+    subscriptions' creation included, wait through an outage (services.kit.ride_out)."""
     await asyncio.to_thread(apply_migrations, settings.database_url)
     pool = await create_pool(settings.database_url, settings.pool_size)
-    await broker.connect()
-    await declare_streams(broker)
+    await through_outage(broker.connect, "connecting to NATS")
+    await through_outage(lambda: declare_streams(broker), "declaring the streams")
+    patient_subscriptions(broker)
     relay = OutboxRelay(pool, broker.connection.jetstream())
     relay.start()
     return Kit(pool=pool, relay=relay)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import asyncpg
 
@@ -110,9 +111,11 @@ async def test_set_forum_ids_finds_posts_made_before_their_ids_were_kept(wire, p
     await eventually(lambda: any(t["name"] == "posted_board" for t in wire.fake.threads_of(forum)), 30,
                      lambda: "the forum post")
     [thread] = [t for t in wire.fake.threads_of(forum) if t["name"] == "posted_board"]
-    for _ in range(200):
-        if await stored_post(platform.database_url, "posted_board") is not None:
-            break
+    # The bot keeps the post's id just after making it. Waiting without failing let a slow bot store it after the
+    # deletion below, so that set-forum-ids found nothing to record ("0 leaderboards: none").
+    deadline = time.monotonic() + 30
+    while await stored_post(platform.database_url, "posted_board") is None:
+        assert time.monotonic() < deadline, "the bot never kept the id of the forum post it made"
         await asyncio.sleep(0.05)
     # as a bot from before this table existed left it: the post is there, its id is not, and it was archived
     conn = await asyncpg.connect(platform.database_url)
