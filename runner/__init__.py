@@ -19,5 +19,3 @@ Modules:
 Nothing here imports services/; torch is never imported in the runner process (the warm runner imports it, and
 never touches a GPU or runs user code).
 """
-
-RUNNER_VERSION = "0.1.0"

@@ -39,13 +39,13 @@ def specification(service: str) -> dict[str, Any]:
     """The AsyncAPI document of one service as plain JSON data."""
     from faststream.specification import AsyncAPI
 
-    from services.kit.runtime import VERSION
+    from schemas.version import platform_version
 
     module = importlib.import_module(f"services.{service}.app")
     app = module.create_app(_settings(service))
     if service == "gateway":
         # A FastAPI app: document the broker it publishes through.
-        factory = AsyncAPI(app.state.broker, title="kernelbot-gateway", version=VERSION)
+        factory = AsyncAPI(app.state.broker, title="kernelbot-gateway", version=platform_version())
     else:
         factory = app.schema
     return json.loads(factory.to_specification().to_json())

@@ -9,8 +9,6 @@ from pathlib import Path
 
 import httpx
 
-TERMINAL = ("succeeded", "failed", "timed_out", "hacked")
-
 
 def default_url() -> str:
     return os.environ.get("KB_URL", "http://127.0.0.1:8000")

@@ -105,10 +105,6 @@ async def run(conn, run_id: str):
     return await conn.fetchrow(RUN, run_id)
 
 
-async def set_thread(conn, run_id: str, thread_id: int) -> None:
-    await conn.execute(SET_THREAD, run_id, thread_id)
-
-
 async def request_thread(pool: asyncpg.Pool, run_id: str, submission_id: int, gpu: str) -> None:
     await pool.execute(REQUEST_THREAD, run_id, submission_id, gpu)
 

@@ -11,6 +11,7 @@ from schemas.auth_events import OAuthUserRegistered
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
+from schemas.version import platform_version
 from services.core.hf_schedule import ExportSchedule
 from services.core.position import LedgerPosition
 from services.gateway import errors, openapi
@@ -78,7 +79,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
             await broker.stop()
             await app.state.pool.close()
 
-    app = FastAPI(title="KernelBot", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="KernelBot", version=platform_version(), lifespan=lifespan,
                   description="popcorn-cli compatible API of KernelBot (docs/http-api.md).")
     app.state.settings = settings
     app.state.broker = broker

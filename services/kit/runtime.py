@@ -13,6 +13,7 @@ from faststream.specification import AsyncAPI
 from nats.js.api import ConsumerConfig, DeliverPolicy
 
 from schemas.streams import EVENTS, StreamSpec
+from schemas.version import platform_version
 from services.kit import metrics
 from services.kit.bus import declare_streams, jstream, make_broker
 from services.kit.consumer import Kit, KitSlot
@@ -27,9 +28,6 @@ log = logging.getLogger("kernelbot")
 # FastStream warns about every durable push consumer; ours are bound to a queue group (deliver group), which is
 # exactly what lets replicas share one.
 warnings.filterwarnings("ignore", message="The JetStream Push consumer with the `durable` option", category=RuntimeWarning)
-
-VERSION = "0.1.0"
-
 
 # Where a push consumer delivers. Named after the consumer, not a random inbox of whichever replica created it: replicas
 # that start at once then send the same definition (creating it twice is a no-op, not `consumer name already in
@@ -123,7 +121,7 @@ def consumer_app(title: str, router: NatsRouter, slot: KitSlot, settings: Servic
     """A FastStream app for one service: its router, the kit started before subscriptions, stopped after."""
     broker = broker or service_broker(settings)
     broker.include_router(router)
-    app = FastStream(broker, specification=AsyncAPI(title=title, version=VERSION))
+    app = FastStream(broker, specification=AsyncAPI(title=title, version=platform_version()))
     state: dict = {}
 
     @app.on_startup

@@ -7,8 +7,6 @@ UUID, the host name, temperatures or the current clocks: two machines of the sam
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from schemas.contracts import SystemInfo
 
 GPU_FIELDS = ("name", "driver", "runtime_version", "sm_clock_mhz", "power_limit_w", "ecc", "mig")
@@ -44,21 +42,3 @@ def differences(reference: dict[str, str], other: dict[str, str]) -> list[str]:
 
 def mismatch_reason(gpu: str, found: list[str]) -> str:
     return f"{MISMATCH} on {gpu} ({'; '.join(found)})"
-
-
-def hold_back(decision, references: dict[str, dict[str, str]]):
-    """The decision with every score measured on hardware unlike its board's reference turned into a rejection."""
-    from services.scorer.scoring import GpuRejection, one_line
-
-    kept, rejected = [], list(decision.rejections)
-    for score in decision.scores:
-        found = differences(references.get(score.gpu, {}), score.hardware)
-        if found:
-            rejected.append(GpuRejection(score.gpu, mismatch_reason(score.gpu, found)))
-        else:
-            kept.append(score)
-    if len(kept) == len(decision.scores):
-        return decision
-    problems = [r.reason for r in rejected]
-    error = one_line("; ".join(problems) + "; submission will not appear on the leaderboard")
-    return replace(decision, status="failed", error=error, scores=kept, rejections=rejected)

@@ -24,7 +24,7 @@ from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import best, best_repository, fingerprints, rejudge, repository, scoring
+from services.scorer import best, best_repository, rejudge, repository, scoring
 from services.scorer.settings import ScorerSettings
 
 
@@ -78,7 +78,7 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
                                                                   score.hardware, submission_id)
                   for score in decision.scores}
     if _same_hardware():
-        decision = fingerprints.hold_back(decision, references)
+        decision = scoring.hold_back(decision, references)
     events: list[Event] = []
     for score in decision.scores:
         computed = ScoreComputed(

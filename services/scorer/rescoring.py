@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
 from schemas.contracts import FullResult
@@ -116,7 +116,3 @@ def best_per_user(entries: list[tuple[BoardEntry, datetime]]) -> list[tuple[Boar
     for entry, at in sorted(entries, key=key):
         best.setdefault(entry.user_id, (entry, at))
     return sorted(best.values(), key=key)
-
-
-def with_score(score: GpuScore, value: float) -> GpuScore:
-    return replace(score, score=value)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 from schemas.contracts import FullResult
 from schemas.events import PlannedRun
-from services.scorer.fingerprints import hardware_of
+from services.scorer.fingerprints import differences, hardware_of, mismatch_reason
 
 MAX_ERROR_CHARS = 500
 RANKED_STAGES = ("test", "benchmark", "leaderboard")
@@ -216,3 +216,19 @@ def competition_ranks(entries: list[BoardEntry]) -> list[tuple[int, BoardEntry]]
             rank, previous = position, entry.score
         ranked.append((rank, entry))
     return ranked
+
+
+def hold_back(decision, references: dict[str, dict[str, str]]):
+    """The decision with every score measured on hardware unlike its board's reference turned into a rejection."""
+    kept, rejected = [], list(decision.rejections)
+    for score in decision.scores:
+        found = differences(references.get(score.gpu, {}), score.hardware)
+        if found:
+            rejected.append(GpuRejection(score.gpu, mismatch_reason(score.gpu, found)))
+        else:
+            kept.append(score)
+    if len(kept) == len(decision.scores):
+        return decision
+    problems = [r.reason for r in rejected]
+    error = one_line("; ".join(problems) + "; submission will not appear on the leaderboard")
+    return replace(decision, status="failed", error=error, scores=kept, rejections=rejected)

@@ -86,7 +86,7 @@ def test_runner_only_libraries_sit_in_the_runner_extra():
 # which makes these and the behaviour tests of those places (tests/kit/test_fair_pool.py, the consumer tests
 # against a real NATS) run against it.
 PRIVATE_API_PINS = {"asyncpg": "services/kit/fair_pool.py", "nats-py": "services/kit/deadletter.py, bus.py",
-                    "faststream": "services/kit/runtime.py"}
+                    "faststream": "services/kit/runtime.py, ride_out.py"}
 
 
 @pytest.mark.parametrize("package", sorted(PRIVATE_API_PINS))
@@ -108,3 +108,6 @@ def test_the_private_attributes_we_use_still_exist():
     assert "_pool" in PoolConnectionHolder.__slots__
     assert {"_client", "_ackd"} <= {field.name for field in dataclasses.fields(Msg)}
     assert callable(JetStreamContext.PullSubscription.fetch)
+    from faststream.nats.subscriber.usecases.basic import LogicSubscriber
+
+    assert callable(LogicSubscriber._create_subscription)  # wrapped by services/kit/ride_out.py

@@ -55,9 +55,9 @@ def test_hold_back_turns_a_score_on_other_hardware_into_a_rejection():
     verdicts = {"p": RunVerdict(passed=True, score=1e-6, hardware=older), "s": RunVerdict(passed=True, score=1e-6)}
     decision = scoring.decide("leaderboard", planned, verdicts)
     assert decision.status == "succeeded" and decision.scores[0].hardware == older
-    held = fingerprints.hold_back(decision, {"H100": fingerprints.hardware_of(gpu_host())})
+    held = scoring.hold_back(decision, {"H100": fingerprints.hardware_of(gpu_host())})
     assert held.status == "failed" and held.scores == []
     assert held.error == ("measured on hardware that differs from the board's on H100 (gpu0.driver: 550.54.15 ≠ "
                           "535.104.05); submission will not appear on the leaderboard")
-    assert fingerprints.hold_back(decision, {"H100": older}) is decision
-    assert fingerprints.hold_back(decision, {}) is decision  # no reference yet: nothing to compare with
+    assert scoring.hold_back(decision, {"H100": older}) is decision
+    assert scoring.hold_back(decision, {}) is decision  # no reference yet: nothing to compare with

@@ -14,10 +14,6 @@ LIVE_SUBMISSIONS = """
 SELECT s.id, s.user_id FROM submissions s JOIN leaderboards l ON l.id = s.leaderboard_id
 WHERE lower(l.name) = lower($1) AND NOT s.deleted ORDER BY s.id
 """
-# What sync wrote, read back: the projection has caught up once every planned board shows its new content.
-BOARD_STATES = """
-SELECT lower(name) AS name, task, description, deadline FROM leaderboards WHERE lower(name) = ANY($1)
-"""
 
 
 def _json(value):
@@ -36,8 +32,3 @@ async def board(pool: asyncpg.Pool, name: str):
 
 async def live_submissions(pool: asyncpg.Pool, name: str) -> list:
     return await pool.fetch(LIVE_SUBMISSIONS, name)
-
-
-async def board_states(pool: asyncpg.Pool, names: list[str]) -> dict[str, tuple]:
-    rows = await pool.fetch(BOARD_STATES, [name.lower() for name in names])
-    return {row["name"]: (_json(row["task"]), row["description"], row["deadline"]) for row in rows}
