@@ -29,11 +29,15 @@ SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
 UPSTREAM = set(ALIASES.values()) | {name for names in NESTED_ALIASES.values() for name in names.values()}
 
 
+# A board's secret seed in tests: a value nothing else prints, so a test can search every answer for it.
+SECRET_SEED = 1_618_033_988
+
+
 def identity_board(name: str, gpus: list[str], visibility: str = "public") -> LeaderboardCreated:
     """A leaderboard carrying the identity_py task, for boards on made-up GPUs (`null` is served at once)."""
     problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
     return LeaderboardCreated(name=name, task=problem.task, task_hash=problem.task_hash, gpus=gpus,
-                              deadline=parse_deadline("2100-01-01"), secret_seed=7, visibility=visibility)
+                              deadline=parse_deadline("2100-01-01"), secret_seed=SECRET_SEED, visibility=visibility)
 
 
 class Platform:
