@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,8 +17,10 @@ from schemas.events import (
     SubmissionAccepted,
     SubmissionFinished,
 )
+from schemas.streams import EVENTS
+from services.kit.bus import MSG_ID_HEADER
 from services.scorer.handlers import kit, router
-from tests.support.service_tier import running_service
+from tests.support.service_tier import MemoryStream, running_service
 
 RESULTS = json.loads((Path(__file__).parents[1] / "fixtures" / "run_results.json").read_text())
 RANKED = FullResult.model_validate(RESULTS["leaderboard"])
@@ -82,6 +85,33 @@ async def test_a_report_delivered_again_changes_nothing(service_database):
 
         assert len(bus.stream.messages) == emitted + 1  # only the copy was stored, and it caused nothing
         assert len(bus.emitted(ScoreComputed)) == len(bus.emitted(SubmissionFinished)) == 1
+
+
+async def test_the_same_facts_published_again_after_the_duplicate_window_are_not_judged_again(service_database):
+    async with running_service(router, kit, service_database) as bus:
+        facts = (accepted(6), completed(6, secret=False), completed(6, secret=True))
+        await bus.publish(*facts)
+        await bus.settle()
+        stored = len(bus.stream.messages)
+
+        bus.stream.pass_time(EVENTS.duplicate_window_s + 1)  # an outbox relaying its backlog after a long outage
+        await bus.publish(*facts)
+        await bus.settle()
+
+        assert len(bus.stream.messages) == stored + len(facts)  # stored again: the window no longer drops them
+        assert len(bus.emitted(ScoreComputed)) == len(bus.emitted(SubmissionFinished)) == 1
+
+
+def test_the_memory_stream_forgets_a_message_id_after_the_duplicate_window():
+    stream = MemoryStream()
+
+    async def twice(after_s: float) -> bool:
+        await stream.publish("evt.x", b"{}", {MSG_ID_HEADER: f"id-{after_s}"})
+        stream.pass_time(after_s)
+        return bool((await stream.publish("evt.x", b"{}", {MSG_ID_HEADER: f"id-{after_s}"})).duplicate)
+
+    assert asyncio.run(twice(EVENTS.duplicate_window_s - 1)) is True
+    assert asyncio.run(twice(EVENTS.duplicate_window_s)) is False
 
 
 async def test_a_crashed_public_run_fails_the_submission_without_a_score(service_database):

@@ -46,16 +46,24 @@ class MemoryStream:
 
     def __init__(self) -> None:
         self.messages: list[StoredMessage] = []
-        self._message_ids: set[str] = set()
+        # JetStream drops a message id seen within the stream's duplicate window, counted from when it was stored,
+        # and stores it again after that. A stream that never forgot hid a scorer judging a submission twice.
+        self._stored_at: dict[str, float] = {}
+        self._now = 0.0  # the stream's clock, in seconds: moved only by pass_time, never by the wall clock
         self._undelivered: deque[StoredMessage] = deque()
+
+    def pass_time(self, seconds: float) -> None:
+        """Let time pass, as for a message published again after the duplicate window (EVENTS: 300 s)."""
+        self._now += seconds
 
     async def publish(self, subject: str, payload: bytes, headers: dict[str, str] | None = None,
                       stream: str | None = None, **_: object) -> PubAck:
         message_id = (headers or {}).get(MSG_ID_HEADER, "")
-        if message_id and message_id in self._message_ids:
+        stored_at = self._stored_at.get(message_id)
+        if message_id and stored_at is not None and self._now - stored_at < EVENTS.duplicate_window_s:
             return PubAck(stream=stream or EVENTS.name, seq=self.messages[-1].sequence, duplicate=True)
         stored = StoredMessage(len(self.messages) + 1, subject, message_id, payload)
-        self._message_ids.add(message_id)
+        self._stored_at[message_id] = self._now
         self.messages.append(stored)
         self._undelivered.append(stored)
         return PubAck(stream=stream or EVENTS.name, seq=stored.sequence)
