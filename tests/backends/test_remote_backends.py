@@ -20,6 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from problems import PROBLEMS_ROOT
+from runner.payload import encode_payload
+from runner.taskfile import load_problem
+from schemas.contracts import RunPayload
 from services.cli.main import app
 from tests.backends.conftest import BOARD, HANG_BUDGET_S, PREFIXES, gpu
 from tests.support.events import archived, query
@@ -27,7 +30,7 @@ from tests.support.events import archived, query
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 BACKENDS = sorted(PREFIXES)
 SCENARIOS = {"run": "test", "canned": "leaderboard", "hang": "test", "lost": "test", "noresult": "test",
-             "refused": "test", "ambiguous": "test", "largest": "test"}
+             "refused": "test", "ambiguous": "test", "largest": "test", "between": "test"}
 MAX_SUBMISSION_BYTES = 1_000_000  # the gateway's limit (services/core/admission/policy.py)
 # Incompressible padding: compressed and base64-encoded it stays about 1 MB, more than any inline carrier holds.
 _NOISE = random.Random(15)
@@ -36,17 +39,22 @@ LARGEST = CODE + "".join(
     for _ in range((MAX_SUBMISSION_BYTES - len(CODE)) // 100))
 LARGEST += "#" * (MAX_SUBMISSION_BYTES - len(LARGEST.encode()))
 BY_REFERENCE = {"github", "buildkite"}  # backends whose field cannot hold it; Modal and Slurm carry it whole
+# Between the two inline limits: encoded, more than a GitHub dispatch input holds (65,535 characters) and less than
+# Buildkite's environment variable takes, so only GitHub hands it over by reference.
+BETWEEN = CODE + "".join("# " + "".join(_NOISE.choices(string.ascii_letters + string.digits, k=97)) + "\n"
+                         for _ in range(560))
+BETWEEN_BY_REFERENCE = {"github"}
 
 
 def scenario_gpu(backend: str, behaviour: str) -> str:
-    return gpu(backend, "run" if behaviour == "largest" else behaviour)
+    return gpu(backend, "run" if behaviour in ("largest", "between") else behaviour)
 
 
 @pytest.fixture(scope="module")
 def submitted(world) -> dict[tuple[str, str], int]:
     def submit(scenario: tuple[str, str]) -> int:
         backend, behaviour = scenario
-        code = LARGEST if behaviour == "largest" else CODE
+        code = {"largest": LARGEST, "between": BETWEEN}.get(behaviour, CODE)
         response = world.platform.submit(world.cli, BOARD, scenario_gpu(backend, behaviour), SCENARIOS[behaviour],
                                          code)
         assert response.status_code == 202, response.text
@@ -101,6 +109,22 @@ def test_the_largest_accepted_submission_runs_on_every_backend(world, submitted,
     left = query(world.database_url, "SELECT count(*) AS n FROM runner_payloads WHERE launch_key = $1",
                  f"{completed['run_id']}.1")
     assert left[0]["n"] == 0  # the link was used up
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_submission_between_the_inline_limits_goes_by_reference_only_where_it_must(world, submitted, backend):
+    task = load_problem(PROBLEMS_ROOT / "examples" / "identity_py").task
+    payload = RunPayload(run_id="1.gpu", gpu="gpu", lang="py", mode="test",
+                         sources={**task.files, "submission.py": BETWEEN})
+    # more than GitHub's cap on its inputs, well below Linux's 128 KiB per variable
+    assert 65_535 + 10_000 < len(encode_payload(payload)) < 100_000
+    submission_id = submitted[backend, "between"]
+    view = _done(world, submission_id)
+    assert view["job"]["status"] == "succeeded", view
+    assert view["code"] == BETWEEN
+    [completed] = archived(world.database_url, "RunCompleted", str(submission_id))
+    [job] = [j for j in world.fakes[backend].jobs.jobs.values() if j.key == f"{completed['run_id']}.1"]
+    assert (job.payload is None) == (backend in BETWEEN_BY_REFERENCE)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
