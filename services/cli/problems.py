@@ -67,16 +67,17 @@ def report_lines(report: dict) -> tuple[list[str], bool]:
     """The create/update/skip/error lines of a sync report, and whether anything failed."""
     lines = [f"created  {name}" for name in report.get("created", [])]
     lines += [f"updated  {name}" for name in report.get("updated", [])]
-    failed = bool(report.get("errors"))
+    skipped = broken = 0
     for skip in report.get("skipped", []):
         benign = skip.get("reason") in BENIGN_SKIPS
-        failed |= not benign
+        skipped, broken = skipped + benign, broken + (not benign)
         lines.append(f"{'skipped' if benign else 'error  '}  {skip.get('name')}: {skip.get('reason')}")
     lines += [f"error    {item.get('name')}: {item.get('error')}" for item in report.get("errors", [])]
-    counts = (len(report.get("created", [])), len(report.get("updated", [])), len(report.get("skipped", [])),
-              len(report.get("errors", [])))
-    lines.append("{} created, {} updated, {} skipped, {} errors".format(*counts))
-    return lines, failed
+    # A problem the platform skipped because it is broken counts as an error, as its line says.
+    errors = broken + len(report.get("errors", []))
+    lines.append(f"{len(report.get('created', []))} created, {len(report.get('updated', []))} updated, "
+                 f"{skipped} skipped, {errors} errors")
+    return lines, errors > 0
 
 
 def _checked(response: httpx.Response) -> dict:
