@@ -74,7 +74,7 @@ def check_pins(toolchain: Toolchain) -> list[tuple[str, str, str]]:
     for index, requirements in groups.items():
         if not requirements:
             continue
-        unreachable = reachable(index, distribution(requirements[0]))
+        unreachable = reachable(index, distribution(requirements[0].split("==")[0]))
         if unreachable:
             rows += [(line, "unchecked", unreachable) for line in requirements]
             continue
