@@ -41,6 +41,7 @@ from .execute import execute
 from .payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
 from .sandbox import SandboxPolicy
 from .smoke import is_smoke_payload, judged, summary
+from .toolchain import refusal as toolchain_refusal
 from .warm_client import WarmLauncher, WarmUnavailable, start_warm_runner
 
 NATS_URL_ENV = "KB_NATS_URL"
@@ -97,12 +98,18 @@ def main(argv: list[str] | None = None) -> int:
     nats_url = os.environ.pop(NATS_URL_ENV, "")  # never handed on; the sandbox scrubs it as well
     runner_name = os.environ.pop(RUNNER_NAME_ENV, "")
     raw: dict = {}
+    payload, refused = None, None
     try:
         raw = decode_payload_object(fetch_if_reference(read_payload_text(args.payload_file)))
         payload = payload_from_object(raw)
     except (PayloadError, OSError) as exc:
         result = FullResult(success=False, error=f"invalid payload: {exc}")
     else:
+        refused = toolchain_refusal(payload.toolchain, os.environ)
+    if refused:
+        print(refused, file=sys.stderr)
+        result = FullResult(success=False, error=refused)
+    elif payload is not None:
         with _warm_runner(args) as warm:
             result = execute(payload, sandbox=None if args.no_sandbox else SandboxPolicy(), warm=warm,
                              chain=chain_enabled())

@@ -58,7 +58,10 @@ def check_cases(field: str, value: Any, multi_gpu: bool) -> list[dict[str, CaseV
 
 
 def _check_case_value(field: str, value: Any) -> CaseValue:
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, bool):
+        # Upstream writes a case line with str(), so `has_bias: True` reaches every harness as the word True.
+        return str(value)
+    if isinstance(value, int):
         return value
     if isinstance(value, str):
         if any(c in value for c in CASE_LINE_BREAKERS):
@@ -66,7 +69,7 @@ def _check_case_value(field: str, value: Any) -> CaseValue:
         return value
     if isinstance(value, list) and all(isinstance(x, int) and not isinstance(x, bool) for x in value):
         return list(value)
-    raise FieldError(field, f"must be an integer, a word or a list of integers, got {value!r}")
+    raise FieldError(field, f"must be an integer, a word, a boolean or a list of integers, got {value!r}")
 
 
 def check_config(lang: str, value: Any, file_names: set[str]) -> dict[str, Any]:

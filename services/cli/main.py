@@ -19,6 +19,7 @@ from services.cli import (
     problems,
     rejudge,
     runners,
+    toolchain_cmd,
     users_cmd,
 )
 from services.cli.run_local import run_local_command
@@ -28,6 +29,7 @@ leaderboard_app = typer.Typer(help="Read leaderboards.", no_args_is_help=True)
 app.add_typer(leaderboard_app, name="leaderboard")
 app.command("run-local")(run_local_command)
 app.add_typer(problems.problems_app, name="problems")
+app.add_typer(toolchain_cmd.toolchain_app, name="toolchain")
 # operator commands: events, rejudge, dlq, export
 app.add_typer(events_cmd.events_app, name="events")
 app.add_typer(dlq.dlq_app, name="dlq")

@@ -16,6 +16,8 @@ import httpx
 import typer
 
 from services.cli import client
+from services.cli.problems_check import check_problems, dispatcher_catalogue
+from services.dispatcher.catalogue import CatalogueError
 
 problems_app = typer.Typer(help="Load problem sets onto the platform (admin).", no_args_is_help=True)
 # Upload bound of the gateway's multipart limit (http-api.md §1.6), minus room for the multipart framing.
@@ -67,16 +69,17 @@ def report_lines(report: dict) -> tuple[list[str], bool]:
     """The create/update/skip/error lines of a sync report, and whether anything failed."""
     lines = [f"created  {name}" for name in report.get("created", [])]
     lines += [f"updated  {name}" for name in report.get("updated", [])]
-    failed = bool(report.get("errors"))
+    skipped = broken = 0
     for skip in report.get("skipped", []):
         benign = skip.get("reason") in BENIGN_SKIPS
-        failed |= not benign
+        skipped, broken = skipped + benign, broken + (not benign)
         lines.append(f"{'skipped' if benign else 'error  '}  {skip.get('name')}: {skip.get('reason')}")
     lines += [f"error    {item.get('name')}: {item.get('error')}" for item in report.get("errors", [])]
-    counts = (len(report.get("created", [])), len(report.get("updated", [])), len(report.get("skipped", [])),
-              len(report.get("errors", [])))
-    lines.append("{} created, {} updated, {} skipped, {} errors".format(*counts))
-    return lines, failed
+    # A problem the platform skipped because it is broken counts as an error, as its line says.
+    errors = broken + len(report.get("errors", []))
+    lines.append(f"{len(report.get('created', []))} created, {len(report.get('updated', []))} updated, "
+                 f"{skipped} skipped, {errors} errors")
+    return lines, errors > 0
 
 
 def _checked(response: httpx.Response) -> dict:
@@ -123,4 +126,26 @@ def sync(
     for line in lines:
         typer.echo(line)
     if failed:
+        raise typer.Exit(1)
+
+
+@problems_app.command("check")
+def check(
+    path: Annotated[Path, typer.Argument(exists=True, file_okay=False, help="reference-kernels-style checkout")],
+    catalogue: Annotated[str | None, typer.Option(
+        help="GPU catalogue file or JSON in place of KB_GPU_CATALOGUE (default: the dispatcher's)")] = None,
+) -> None:
+    """Check every problem before any GPU sees it: its GPUs resolve in the catalogue, the image of each supports its
+    language and provides every module its reference, harness and templates import. One line per problem."""
+    try:
+        resolved = dispatcher_catalogue(catalogue)
+    except CatalogueError as exc:
+        typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    checks = check_problems(problems_dir(path), resolved)
+    for result in checks:
+        typer.echo(result.line())
+    failed = sum(not result.ok for result in checks)
+    typer.echo(f"{len(checks) - failed} ok, {failed} failed")
+    if failed or not checks:
         raise typer.Exit(1)

@@ -42,6 +42,7 @@ class Lane:
     slots: int
     arch: str | None = None
     max_job_s: int | None = None
+    toolchain: str | None = None  # the image this GPU's runs need (RunPayload.toolchain)
 
 
 def launch_key(run: ClaimedRun) -> str:
@@ -153,6 +154,8 @@ class Scheduler:
         payload = RunPayload.model_validate(run.payload)
         if payload.arch is None and lane.arch is not None:
             payload = payload.model_copy(update={"arch": lane.arch})
+        if payload.toolchain is None and lane.toolchain is not None:
+            payload = payload.model_copy(update={"toolchain": lane.toolchain})
         job_ref, launched_at = run.job_ref, run.launched_at
         if run.status != "launched" or job_ref is None:
             try:

@@ -89,7 +89,14 @@ def test_report_lines_mark_broken_problems_as_errors_and_count_everything():
         {"name": "c", "reason": "no changes"}, {"name": "d", "reason": "Failed to parse task.yml: x"}],
         "errors": [{"name": "e", "error": "create failed: boom"}]})
     assert lines == ["created  a", "updated  b", "skipped  c: no changes", "error    d: Failed to parse task.yml: x",
-                     "error    e: create failed: boom", "1 created, 1 updated, 2 skipped, 1 errors"]
+                     "error    e: create failed: boom", "1 created, 1 updated, 1 skipped, 2 errors"]
     assert failed
     assert report_lines({"created": [], "updated": [], "skipped": [{"name": "c", "reason": "no changes"}],
                          "errors": []})[1] is False
+
+
+def test_a_summary_never_says_no_errors_when_the_command_fails():
+    """What an organiser saw on reference-kernels' head: three broken problems, `0 errors`, exit 1."""
+    lines, failed = report_lines({"created": ["a"], "updated": [], "errors": [], "skipped": [
+        {"name": "amd-gemm-rs", "reason": "Failed to parse task.yml: bad"}]})
+    assert failed and lines[-1] == "1 created, 0 updated, 0 skipped, 1 errors"

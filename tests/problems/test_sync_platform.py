@@ -237,3 +237,24 @@ def test_update_problems_and_dev_leaderboards_and_deleting_them(platform, checko
     gone = platform.http.delete("/admin/leaderboards/trimul", headers=ADMIN)
     assert (gone.status_code, gone.json()) == (404, {"detail": "Leaderboard `trimul` does not exist."})
     assert [e["force"] for e in archived(platform.database_url, "LeaderboardDeleted")] == [True, True, False]
+
+
+FAMILIES = Path(__file__).parents[1] / "fixtures" / "problem_families"
+
+
+def test_problems_sync_takes_every_family_and_boolean_cases(platform, tmp_path):
+    """One problem per family of today's sets; the distributed one's cases carry YAML booleans (`has_bias: True`)."""
+    checkout = Path(shutil.copytree(FAMILIES, tmp_path / "families"))
+    code, lines, err = sync(platform, checkout)
+    assert code == 0, (lines, err)
+    assert lines[-1] == "5 created, 0 updated, 0 skipped, 0 errors"
+    tests = platform.boards()["amd-reduce-scatter"]["task"]["tests"]
+    assert [case["has_bias"] for case in tests] == ["True", "False"]  # the words upstream's case lines carry
+
+
+@pytest.mark.skipif(not os.environ.get("KB_TEST_REFERENCE_KERNELS"),
+                    reason="set KB_TEST_REFERENCE_KERNELS to a reference-kernels checkout to sync it whole")
+def test_problems_sync_of_a_whole_reference_kernels_checkout(platform):
+    code, lines, err = sync(platform, Path(os.environ["KB_TEST_REFERENCE_KERNELS"]))
+    print("\n".join(lines))
+    assert code == 0 and lines[-1].endswith(" 0 errors"), (lines, err)

@@ -139,6 +139,13 @@ def test_explicit_root_allows_sources_above_problems(problem_checkout, tmp_path)
     assert load_problem(directory, root=tmp_path).task.files["shared.py"] == "# above problems/\n"
 
 
+def test_boolean_case_values_load_as_the_words_upstream_writes(problem_checkout):
+    """amd_distributed's gemm-rs and ag-gemm (`has_bias: True`) and bioml's trimul (`nomask: False`)."""
+    loaded = load_problem(problem_checkout(variant(tests=[{"m": 64, "has_bias": True, "nomask": False}])))
+    assert loaded.task.tests == [{"m": 64, "has_bias": "True", "nomask": "False"}]
+    assert render_case_line(loaded.task.tests[0]) == "m: 64; has_bias: True; nomask: False"
+
+
 def test_case_lines_use_str_formatting_in_task_order():
     assert render_case_line({"size": 127, "seed": 4242}) == "size: 127; seed: 4242"
     assert render_case_line({"m": [96, 128], "g": 2, "case": "lapack_zero"}) == "m: [96, 128]; g: 2; case: lapack_zero"

@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from runner.toolchain import load
+from services.cli.toolchain_render import published_image
 from tests.support.fakes.host import REPO, FakeHost
 
 UPDATE = REPO / "scripts" / "buildkite" / "update-image.sh"
 SETUP = REPO / "scripts" / "buildkite" / "setup-agent.sh"
-IMAGE = "ghcr.io/gpu-mode/kernelbot-runner:latest"
+# The image published for this checkout's NVIDIA manifest, by its hash (docs/toolchains.md).
+IMAGE = published_image(load("nvidia"))
 LOCAL = "kernelbot-runner:latest"
 
 
@@ -85,3 +88,15 @@ def test_an_unknown_option_is_refused_and_a_failed_pull_restarts_nothing(host):
     done = update(host, "--auto", "--image", "ghcr.io/gpu-mode/missing:latest")
     assert done.returncode != 0
     assert restarts(host) == []
+
+
+def test_an_amd_node_pulls_the_image_of_the_amd_manifest(host):
+    amd = published_image(load("amd"))
+    assert amd.endswith(load("amd").image_tags()[1]) and amd != IMAGE
+    host.publish_image(amd, "sha256:rocm")
+    done = update(host, "--family", "amd")
+    assert done.returncode == 0, done.stderr
+    assert ["pull", "--quiet", amd] in host.argvs("docker")
+    assert host.image_id(LOCAL) == "sha256:rocm"
+    done = update(host, "--family", "intel")
+    assert done.returncode == 2 and "--family must be nvidia or amd" in done.stderr

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner.toolchain import load
+from services.cli.toolchain_render import published_image
 from services.dispatcher.catalogue import build_catalogue
 from tests.support.fakes.host import REPO, FakeHost
 
@@ -44,7 +46,7 @@ def walked(tmp_path_factory: pytest.TempPathFactory) -> tuple[FakeHost, Path, li
     checkout.mkdir()
     for part in ("scripts", "deploy"):
         (checkout / part).symlink_to(REPO / part)
-    host.publish_image("ghcr.io/gpu-mode/kernelbot-runner:latest", "sha256:release1")
+    host.publish_image(published_image(load("nvidia")), "sha256:release1")  # this checkout's manifest
     host.visible_gpus(1)
     for index in (0, 1):  # what the kernel shows once systemd started the slices the page's setup writes
         host.cgroup(index, str(32 * 1024**3), "1600000 100000")

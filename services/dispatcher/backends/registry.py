@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from runner.toolchain import family_for_gpu
+from runner.toolchain import load as load_toolchain
 from services.dispatcher.backends.agent import AgentBackend, AgentJobs
 from services.dispatcher.backends.base import Backend
 from services.dispatcher.backends.carry import PayloadLinks
@@ -53,6 +55,12 @@ def _backend(gpu: str, entry: GpuEntry, catalogue: Catalogue, settings: Dispatch
     return SlurmBackend(config.slurm, entry.target, _secret(settings.slurm_token), poll, entry.max_job_s)
 
 
+def expected_toolchain(gpu: str, entry: GpuEntry) -> str | None:
+    """The image a GPU's runs need (runner/toolchain.py): by its vendor family, none for local and null GPUs."""
+    family = family_for_gpu(gpu, entry.backend, entry.target, entry.queues)
+    return None if family is None else load_toolchain(family).expected()
+
+
 def build_lanes(catalogue: Catalogue, settings: DispatcherSettings, links: PayloadLinks | None = None,
                 agent_jobs: AgentJobs | None = None) -> dict[str, Lane]:
     """`links` (None: every payload inline) lets GitHub and Buildkite hand large payloads over by reference;
@@ -61,6 +69,6 @@ def build_lanes(catalogue: Catalogue, settings: DispatcherSettings, links: Paylo
     return {
         gpu: Lane(backend=_backend(gpu, entry, catalogue, settings, shared, links, agent_jobs),
                   slots=entry.concurrent_runs(),
-                  arch=entry.arch, max_job_s=entry.max_job_s)
+                  arch=entry.arch, max_job_s=entry.max_job_s, toolchain=expected_toolchain(gpu, entry))
         for gpu, entry in catalogue.gpus.items()
     }
