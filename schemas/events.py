@@ -132,6 +132,9 @@ class PlannedRun(_Part):
     gpu: str
     mode: Mode
     secret: bool = False
+    # A ranked public run's roofline floor per benchmark case, in ns (the task's declaration over the GPU's peaks,
+    # services/core/gpu_peaks.py); empty where the task declares none or the GPU's peaks are unknown.
+    floor_ns: list[float] = []
 
 
 class SubmissionAccepted(Event):
@@ -308,6 +311,29 @@ class ScoreRejected(Event):
         return f"{self.submission_id}:{self.gpu}"
 
 
+HoldRule = Literal["roofline", "best-fraction", "sibling"]
+
+
+class ScoreHeld(Event):
+    """The scorer held a score for review instead of ranking it (docs/operations.md): a case below its roofline
+    floor, a score below the operator's fraction of the board's best, or one case far ahead of its siblings. An
+    admin clears a false hold as a pre-check one (PrecheckCleared); a rescore then ranks it."""
+
+    subject = "evt.score.held"
+    submission_id: int
+    leaderboard: str
+    gpu: str
+    user_id: str
+    user_name: str
+    run_id: str
+    score: float
+    rule: HoldRule
+    reason: str
+
+    def identity(self) -> str:
+        return f"{self.submission_id}:{self.gpu}"
+
+
 class RankEntry(_Part):
     rank: int
     user_id: str
@@ -353,6 +379,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     RunFailed,
     ScoreComputed,
     ScoreRejected,
+    ScoreHeld,
     LeaderboardRankChanged,
     *OPERATIONS_EVENTS,
     *POLICY_EVENTS,
