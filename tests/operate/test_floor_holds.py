@@ -10,7 +10,7 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from schemas.contracts import RooflineCase
-from tests.operate.conftest import GPU, mean_board, report_runs
+from tests.operate.conftest import GPU, mean_board, report_runs, run_cli
 from tests.support.events import archived
 from tests.support.platform import ADMIN_TOKEN, Platform, identity_board
 
@@ -98,3 +98,10 @@ def test_a_declared_roofline_and_the_operators_fraction_of_the_best_hold_scores(
     [held] = archived(database_url, "ScoreHeld", str(tenfold))
     assert held["rule"] == "best-fraction"
     platform.wait_for(lambda: ranked(platform, "floor_frac") == [best], "only the best ranked")
+
+    # the operator's command clears it too, and waits until its score stands
+    cleared = run_cli(platform, "precheck", "clear", str(tenfold), "--reason", "a new algorithm")
+    assert cleared.stdout.splitlines() == [
+        f"Cleared the hold of submission {tenfold}",
+        f"Submission {tenfold} is now succeeded; its board is rescored (`kernelbot events tail --type ScoreRevised`)."]
+    assert ranked(platform, "floor_frac") == [tenfold, best]
