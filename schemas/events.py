@@ -311,29 +311,6 @@ class ScoreRejected(Event):
         return f"{self.submission_id}:{self.gpu}"
 
 
-HoldRule = Literal["roofline", "best-fraction", "sibling"]
-
-
-class ScoreHeld(Event):
-    """The scorer held a score for review instead of ranking it (docs/operations.md): a case below its roofline
-    floor, a score below the operator's fraction of the board's best, or one case far ahead of its siblings. An
-    admin clears a false hold as a pre-check one (PrecheckCleared); a rescore then ranks it."""
-
-    subject = "evt.score.held"
-    submission_id: int
-    leaderboard: str
-    gpu: str
-    user_id: str
-    user_name: str
-    run_id: str
-    score: float
-    rule: HoldRule
-    reason: str
-
-    def identity(self) -> str:
-        return f"{self.submission_id}:{self.gpu}"
-
-
 class RankEntry(_Part):
     rank: int
     user_id: str
@@ -379,7 +356,6 @@ CATALOGUE: tuple[type[Event], ...] = (
     RunFailed,
     ScoreComputed,
     ScoreRejected,
-    ScoreHeld,
     LeaderboardRankChanged,
     *OPERATIONS_EVENTS,
     *POLICY_EVENTS,

@@ -14,14 +14,13 @@ from schemas.events import (
     RunCompleted,
     RunFailed,
     ScoreComputed,
-    ScoreHeld,
     ScoreRejected,
     SubmissionAccepted,
     SubmissionDeleted,
     SubmissionFinished,
 )
 from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunPlanned, ScoreRevised
-from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
+from schemas.precheck_events import PrecheckCleared, ScoreHeld, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer

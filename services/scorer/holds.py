@@ -11,9 +11,8 @@ from __future__ import annotations
 import asyncpg
 
 from schemas.envelope import Event
-from schemas.events import ScoreHeld
 from schemas.operations_events import RejudgeRequested
-from schemas.precheck_events import PrecheckCleared
+from schemas.precheck_events import PrecheckCleared, ScoreHeld
 from services.scorer import floor, floor_repository, repository
 from services.scorer.scoring import Decision, RunVerdict, one_line
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
-from schemas.events import ScoreHeld
+from schemas.precheck_events import ScoreHeld
 from services.kit.bus import publish_all
 from tests.discord.test_upstream_names import ADMIN_ROLE, admin_command, role
 from tests.discord.wire import Person, option

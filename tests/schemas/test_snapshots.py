@@ -146,7 +146,7 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
         run_id="7.H100.public", score=1.5e-6, ranking_by="geom", submitted_at=T0,
     ),
     events.ScoreRejected: dict(submission_id=7, leaderboard="grayscale", gpu="H100", reason="secret failed"),
-    events.ScoreHeld: dict(submission_id=7, leaderboard="grayscale", gpu="H100", user_id="u1", user_name="ada",
+    precheck_events.ScoreHeld: dict(submission_id=7, leaderboard="grayscale", gpu="H100", user_id="u1", user_name="ada",
                            run_id="7.H100.public", score=1.5e-9, rule="roofline",
                            reason="benchmark 0 took 1.5 ns on H100, below its roofline floor of 2 µs"),
     events.LeaderboardRankChanged: dict(
@@ -199,7 +199,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.RunFailed: ("run_id", "7.T4.test"),
     events.ScoreComputed: ("gpu", "T4"),
     events.ScoreRejected: ("gpu", "T4"),
-    events.ScoreHeld: ("gpu", "T4"),
+    precheck_events.ScoreHeld: ("gpu", "T4"),
     events.LeaderboardRankChanged: ("caused_by_submission", 8),
     operations_events.RejudgeRequested: ("rejudge_id", "r2"),
     operations_events.RerunPlanned: ("submission_id", 8),
