@@ -4,9 +4,9 @@ runner.taskfile turns that into a TaskFileError naming the file."""
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, get_args
 
-from schemas.contracts import CaseValue
+from schemas.contracts import CaseValue, Precision, RooflineCase
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Characters that would break a case line: pairs are split on ";", key from value on ":", cases on newlines.
@@ -105,3 +105,35 @@ def check_config(lang: str, value: Any, file_names: set[str]) -> dict[str, Any]:
             raise FieldError(f"config.defines.{name}", f"must be a string or an integer, got {define!r}")
         defines[name] = str(define)
     return {"sources": sources, "include_dirs": include_dirs, "defines": defines, "compile_flags": compile_flags}
+
+
+ROOFLINE_KEYS = ("bytes", "flops", "precision")
+
+
+def check_roofline(value: Any, benchmarks: int) -> list[RooflineCase]:
+    """`roofline:` one entry per benchmark, in order: `{bytes: N, flops: N, precision: fp16}`, each count an
+    integer >= 0 and at least one of them positive (docs/authoring.md)."""
+    if value is None:
+        return []
+    entries = expect("roofline", value, list)
+    if len(entries) != benchmarks:
+        raise FieldError("roofline", f"needs one entry per benchmark ({benchmarks}), got {len(entries)}")
+    cases = []
+    for index, entry in enumerate(entries):
+        where = f"roofline[{index}]"
+        entry = expect(where, entry, dict)
+        unknown = sorted(str(key) for key in entry if key not in ROOFLINE_KEYS)
+        if unknown:
+            raise FieldError(f"{where}.{unknown[0]}", f"unknown key (allowed: {', '.join(ROOFLINE_KEYS)})")
+        counts = {key: expect(f"{where}.{key}", entry.get(key, 0), int) for key in ("bytes", "flops")}
+        for key, count in counts.items():
+            if count < 0:
+                raise FieldError(f"{where}.{key}", f"must be >= 0, got {count}")
+        if not any(counts.values()):
+            raise FieldError(where, "declares neither bytes nor flops above 0")
+        precision = entry.get("precision")
+        if precision is not None and precision not in get_args(Precision):
+            raise FieldError(f"{where}.precision", f"must be one of {', '.join(get_args(Precision))}, "
+                                                   f"got {precision!r}")
+        cases.append(RooflineCase(bytes=counts["bytes"], flops=counts["flops"], precision=precision))
+    return cases

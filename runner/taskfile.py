@@ -16,14 +16,14 @@ import yaml
 
 from schemas.contracts import SUBMISSION_MARKER, CaseValue, CuConfig, PyConfig, Task
 
-from .taskcheck import FieldError, check_cases, check_config, check_int, check_str_list, expect
+from .taskcheck import FieldError, check_cases, check_config, check_int, check_roofline, check_str_list, expect
 
 TASK_FILE_NAME = "task.yml"
 TEMPLATE_LABELS = frozenset({"CUDA", "Python", "Triton", "HIP", "CuteDSL"})
 REQUIRED_FIELDS = ("files", "lang", "description", "config")
 OPTIONAL_FIELDS = (
     "templates", "libraries", "tests", "benchmarks", "test_timeout", "benchmark_timeout", "ranked_timeout",
-    "ranking_by", "seed", "multi_gpu", "gpus", "harness",
+    "ranking_by", "seed", "multi_gpu", "gpus", "harness", "roofline",
 )
 RANKING_CHOICES = ("last", "mean", "geom")
 HARNESS_CHOICES = ("problem", "kernelbot")
@@ -125,13 +125,14 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
     if harness not in HARNESS_CHOICES:
         raise FieldError("harness", f"must be one of {', '.join(HARNESS_CHOICES)}, got {harness!r}")
 
+    benchmarks = check_cases("benchmarks", data.get("benchmarks"), multi_gpu)
     task = Task(
         lang=lang,
         files=files,
         config=PyConfig(**config) if lang == "py" else CuConfig(**config),
         libraries=check_str_list("libraries", data.get("libraries")),
         tests=check_cases("tests", data.get("tests"), multi_gpu),
-        benchmarks=check_cases("benchmarks", data.get("benchmarks"), multi_gpu),
+        benchmarks=benchmarks,
         test_timeout=_timeout(data, "test_timeout"),
         benchmark_timeout=_timeout(data, "benchmark_timeout"),
         ranked_timeout=_timeout(data, "ranked_timeout"),
@@ -139,6 +140,7 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
         seed=seed,
         multi_gpu=multi_gpu,
         harness=harness,
+        roofline=check_roofline(data.get("roofline"), len(benchmarks)),
     )
     return LoadedProblem(
         directory=directory,

@@ -23,6 +23,20 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
+# The number formats a roofline declaration may name: the GPU's peak for that format bounds its compute time.
+Precision = Literal["fp64", "fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp6", "fp4"]
+
+
+class RooflineCase(_Frozen):
+    """The least one benchmark case must move and compute (docs/authoring.md): with a GPU's peak bandwidth and
+    compute it gives the case's roofline floor, the shortest time physics allows. `precision` names the format
+    its operations use; without it the GPU's fastest format bounds them, the lowest (safest) floor."""
+
+    bytes: int = Field(default=0, ge=0)
+    flops: int = Field(default=0, ge=0)
+    precision: Precision | None = None
+
+
 class PyConfig(_Frozen):
     main: str
 
@@ -54,6 +68,8 @@ class Task(_Frozen):
     seed: int | None = None
     multi_gpu: bool = False
     harness: HarnessChoice = "kernelbot"
+    # One entry per benchmark, in order, when the author declares them: the roofline floor under every score.
+    roofline: list[RooflineCase] = []
 
     @property
     def submission_file(self) -> str:

@@ -1,5 +1,6 @@
 """The source pre-check as events (docs/operations.md): a competition's outcomes per rule, the verdict an admission
-carries, an admin clearing a false positive, and the submission reinstated once cleared.
+carries, an admin clearing a false positive, and the submission reinstated once cleared. The floor's hold of a
+score for review (ScoreHeld) is reviewed and cleared the same way, so it lives here too.
 
 The verdict travels inside the admission's own event (SubmissionAccepted / SubmissionRejected), so whoever judges
 the submission later (the scorer) knows it was held in the same fact that made the submission exist.
@@ -78,4 +79,27 @@ class SubmissionReinstated(Event):
         return f"{self.submission_id}:{self.rejudge_id}"
 
 
-PRECHECK_EVENTS: tuple[type[Event], ...] = (PrecheckPolicySet, PrecheckCleared, SubmissionReinstated)
+HoldRule = Literal["roofline", "best-fraction", "sibling"]
+
+
+class ScoreHeld(Event):
+    """The scorer held a score for review instead of ranking it (docs/operations.md): a case below its roofline
+    floor, a score below the operator's fraction of the board's best, or one case far ahead of its siblings. An
+    admin clears a false hold as a pre-check one (PrecheckCleared); a rescore then ranks it."""
+
+    subject = "evt.score.held"
+    submission_id: int
+    leaderboard: str
+    gpu: str
+    user_id: str
+    user_name: str
+    run_id: str
+    score: float
+    rule: HoldRule
+    reason: str
+
+    def identity(self) -> str:
+        return f"{self.submission_id}:{self.gpu}"
+
+
+PRECHECK_EVENTS: tuple[type[Event], ...] = (PrecheckPolicySet, PrecheckCleared, SubmissionReinstated, ScoreHeld)

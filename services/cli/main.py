@@ -23,6 +23,7 @@ from services.cli import (
     users_cmd,
 )
 from services.cli.run_local import run_local_command
+from services.core import noise
 
 app = typer.Typer(help="KernelBot: compete at writing fast GPU kernels.", no_args_is_help=True)
 leaderboard_app = typer.Typer(help="Read leaderboards.", no_args_is_help=True)
@@ -157,7 +158,14 @@ def leaderboard_show(name: str, gpu: Annotated[str, typer.Option("--gpu", "-g")]
     if not rows:
         typer.echo(f"No ranked submissions on {name} ({gpu}) yet.")
         return
-    typer.echo(f"{'rank':>4}  {'user':<20} {'score (s)':>14}  {'submission':>10}  submitted")
+    typer.echo(f"  {'rank':>4}  {'user':<20} {'score (s)':>14}  {'95% interval (s)':>26}  {'submission':>10}  "
+               "submitted")
     for row in rows:
-        typer.echo(f"{row['rank']:>4}  {row['user_name'][:20]:<20} {row['submission_score']:>14.9f}  "
-                   f"{row['submission_id']:>10}  {row['submission_time']}")
+        # the API's tie rule (services/core/noise.py), marked as every front end marks it
+        mark = noise.TIE_MARK if row.get("tied_within_noise") else " "
+        interval = row.get("score_interval")
+        shown = f"[{interval[0]:.9f}, {interval[1]:.9f}]" if interval else "—"
+        typer.echo(f"{mark} {row['rank']:>4}  {row['user_name'][:20]:<20} {row['submission_score']:>14.9f}  "
+                   f"{shown:>26}  {row['submission_id']:>10}  {row['submission_time']}")
+    if any(row.get("tied_within_noise") for row in rows):
+        typer.echo(noise.TIE_LEGEND)

@@ -63,13 +63,14 @@ def rules(
 
 @precheck_app.command("clear")
 def clear(
-    submission_id: Annotated[int, typer.Argument(help="The submission marked hacked")],
+    submission_id: Annotated[int, typer.Argument(help="The submission marked hacked or held for review")],
     reason: Annotated[str, typer.Option(help="Why it is a false positive, for the audit trail")] = "",
     wait: Annotated[float, typer.Option(help="Seconds to wait for the submission to be reinstated")] = 60.0,
     nats_url: NatsUrl = None,
     database_url: DatabaseUrl = None,
 ) -> None:
-    """Clear a `hacked` verdict judged a false positive: the scorer reinstates the submission and rescores."""
+    """Clear a false hold, a `hacked` verdict or a score the floor held for review: the scorer reinstates the
+    submission and rescores its board."""
     from services.core import precheck_review as precheck
     from services.kit.bus import publish_all
     from services.operate.db import connection
@@ -83,7 +84,7 @@ def clear(
             except precheck.PrecheckError as exc:
                 raise fail(str(exc)) from exc
             await publish_all(nats, [event])
-            typer.echo(f"Cleared the pre-check verdict of submission {submission_id}")
+            typer.echo(f"Cleared the hold of submission {submission_id}")
             done = await precheck.wait_for_reinstatement(conn, submission_id, wait)
             if done is None:
                 raise fail(f"submission {submission_id} was not reinstated within {wait:.0f}s; is the scorer "

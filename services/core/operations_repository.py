@@ -103,3 +103,22 @@ async def submission_status(conn, submission_id: int) -> str | None:
 
 async def precheck_policy(conn, leaderboard: str) -> dict[str, str]:
     return await conn.fetchval(PRECHECK_POLICY, leaderboard) or {}
+
+
+# The floor's holds (ScoreHeld) of a submission, each cleared once a PrecheckCleared of it came later in the log.
+FLOOR_HOLDS = """
+SELECT h.payload, EXISTS (SELECT 1 FROM event_archive c WHERE c.correlation_id = h.correlation_id
+                                 AND c.event_type = 'PrecheckCleared' AND c.stream_seq > h.stream_seq) AS cleared
+FROM event_archive h WHERE h.correlation_id = $1 AND h.event_type = 'ScoreHeld' ORDER BY h.stream_seq
+"""
+HAS_SCORE = "SELECT EXISTS (SELECT 1 FROM scores WHERE submission_id = $1)"
+
+
+async def floor_holds(conn, submission_id: int) -> list[dict]:
+    """Each held score as its ScoreHeld says it, with `cleared`."""
+    rows = await conn.fetch(FLOOR_HOLDS, str(submission_id))
+    return [{**row["payload"], "cleared": row["cleared"]} for row in rows]
+
+
+async def has_score(conn, submission_id: int) -> bool:
+    return await conn.fetchval(HAS_SCORE, submission_id)

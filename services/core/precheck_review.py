@@ -1,5 +1,6 @@
-"""The pre-check's admin use cases, for the admin routes and `kernelbot precheck`: set a competition's outcomes per
-rule, show a submission's verdict, and clear a false positive (which rescores through the rejudge path)."""
+"""The pre-check's admin use cases, for the admin routes, `kernelbot precheck` and Discord's `/admin clear-hold`: set
+a competition's outcomes per rule, show a submission's verdict, and clear a false positive (which rescores through the
+rejudge path). The same clearing lifts a hold of the floor (a score held for review, docs/operations.md)."""
 
 from __future__ import annotations
 
@@ -48,11 +49,23 @@ async def build_policy(conn, leaderboard: str, outcomes: Any) -> PrecheckPolicyS
     return PrecheckPolicySet(leaderboard=board["name"], outcomes=checked, change_id=secrets.token_hex(8))
 
 
+def holds_view(holds: list[dict]) -> list[dict[str, Any]]:
+    """The floor's holds of a submission as admins see them: GPU, rule, reason, the held score and whether cleared."""
+    return [{key: hold.get(key) for key in ("gpu", "rule", "reason", "score", "cleared")} for hold in holds]
+
+
 async def build_clear(conn, submission_id: int, cleared_by: str, reason: str) -> PrecheckCleared:
-    """The clearing of a `hacked` verdict, refused (with the reason) for anything else."""
+    """The clearing of a `hacked` verdict or of the floor's hold, refused (with the reason) for anything else."""
     row = await repository.precheck_verdict(conn, submission_id)
+    held = row is not None and row["outcome"] == "hacked" and row["cleared_at"] is None
+    holds = [] if held else await repository.floor_holds(conn, submission_id)
+    if any(not hold["cleared"] for hold in holds):
+        return PrecheckCleared(submission_id=submission_id, cleared_by=cleared_by, reason=reason,
+                               change_id=secrets.token_hex(8), correlation_id=str(submission_id))
+    if holds:
+        raise PrecheckError(f"Submission {submission_id}'s floor hold was already cleared", 409)
     if row is None:
-        raise PrecheckError(f"Submission {submission_id} has no pre-check verdict", 404)
+        raise PrecheckError(f"Submission {submission_id} has no pre-check verdict and no floor hold", 404)
     if row["outcome"] != "hacked":
         raise PrecheckError(f"Submission {submission_id} was not marked hacked (pre-check outcome: {row['outcome']})",
                             409)
@@ -63,10 +76,15 @@ async def build_clear(conn, submission_id: int, cleared_by: str, reason: str) ->
 
 
 async def wait_for_reinstatement(conn, submission_id: int, timeout_s: float) -> dict | None:
-    """The submission's row once it is no longer `hacked` (the scorer reinstated it), None on timeout."""
+    """The submission's row once it is no longer `hacked` (the scorer reinstated it) and, where the floor held it,
+    once its score stands, None on timeout."""
 
     async def reinstated() -> dict | None:
         status = await repository.submission_status(conn, submission_id)
-        return {"submission_id": submission_id, "status": status} if status not in (None, "hacked") else None
+        if status in (None, "hacked"):
+            return None
+        if await repository.floor_holds(conn, submission_id) and not await repository.has_score(conn, submission_id):
+            return None
+        return {"submission_id": submission_id, "status": status}
 
     return await settle.until(reinstated, timeout_s, poll_s=0.1)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from services.core.noise import Noise
+
 SECRET_HIDDEN_MODES = ("test", "benchmark")
 
 
@@ -78,13 +80,20 @@ def submission(row, runs, queue: dict | None) -> dict[str, Any]:
     }
 
 
-def ranking_entry(row, leaderboard_name: str, gpu: str) -> dict[str, Any]:
-    return {
+def ranking_entry(row, leaderboard_name: str, gpu: str, noise: Noise | None = None) -> dict[str, Any]:
+    """One entry of a ranking; with its `noise` (services/core/noise.py), the score's 95% interval in seconds and
+    whether it is tied within noise with the entry ranked just above."""
+    entry = {
         "submission_id": row["submission_id"], "rank": row["rank"], "submission_name": row["file_name"],
         "submission_time": timestamp(row["submitted_at"]), "submission_score": row["score"],
         "leaderboard_name": leaderboard_name, "user_id": str(row["user_id"]), "user_name": row["user_name"],
         "gpu_type": gpu,
     }
+    if noise is not None:
+        interval = noise.interval
+        entry |= {"score_interval": [interval.low, interval.high] if interval else None,
+                  "tied_within_noise": noise.tied_within_noise}
+    return entry
 
 
 def user_submission(row) -> dict[str, Any]:

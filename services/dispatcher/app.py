@@ -31,7 +31,8 @@ def create_app(settings: DispatcherSettings | None = None) -> FastStream:
 
     async def started(started_kit: Kit) -> None:
         kit.fill(started_kit, DispatchConfig(settings.launch_allowance_s,
-                                             {gpu: e.runners for gpu, e in catalogue.gpus.items()}))
+                                             {gpu: e.runners for gpu, e in catalogue.gpus.items()},
+                                             {gpu: e.peak for gpu, e in catalogue.gpus.items() if e.peak}))
         await repository.announce_gpus(
             started_kit.pool,
             [(gpu, e.backend, e.target or ",".join(e.queues or e.runners), e.arch, e.concurrent_runs())

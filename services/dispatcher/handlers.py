@@ -23,6 +23,7 @@ from schemas.events import (
 from schemas.precheck_events import PrecheckVerdict
 from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
 from services.core.admission import policy
+from services.core.gpu_peaks import GpuPeak
 from services.dispatcher import admission_repository, planning, repository, runner_reports
 from services.dispatcher.enqueue import enqueue_runs
 from services.dispatcher.scheduler import completed_event
@@ -38,6 +39,7 @@ class DispatchConfig:
 
     launch_allowance_s: int = 60  # DispatcherSettings.launch_allowance_s
     runners_by_gpu: Mapping[str, Sequence[str]] = field(default_factory=dict)  # who may report runs per GPU
+    peaks: Mapping[str, GpuPeak] = field(default_factory=dict)  # the catalogue's own peak figures per GPU
 
 
 router = NatsRouter()
@@ -99,7 +101,8 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
                                    precheck=verdict, **tags)]
     await admission_repository.record_accepted(conn, event.submission_id, board.view.name, event.user_id,
                                                policy.rate_category(event.mode), now)
-    runs = planning.plan_runs(event.submission_id, event.mode, event.gpus)
+    runs = planning.with_floors(planning.plan_runs(event.submission_id, event.mode, event.gpus), board.task,
+                                kit.config.peaks)
     budget = planning.run_budget_s(board.task, event.mode, launch_allowance_s)
     requested = await enqueue_runs(conn, board, event.submission_id, event.code, runs, budget, tags)
     accepted = SubmissionAccepted(

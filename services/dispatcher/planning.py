@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from schemas.contracts import RunPayload, Task
 from schemas.events import PlannedRun
+from services.core import gpu_peaks
 
 # docs/authoring.md: the warm-up or compile step before the stages has its own fixed budget.
 COMPILE_BUDGET_S = 120
@@ -19,6 +22,17 @@ def plan_runs(submission_id: int, mode: str, gpus: list[str]) -> list[PlannedRun
         else:
             runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.{mode}", gpu=gpu, mode=mode))
     return runs
+
+
+def with_floors(runs: list[PlannedRun], task: Task, peaks: Mapping[str, gpu_peaks.GpuPeak]) -> list[PlannedRun]:
+    """Each ranked public run with its roofline floor per case, where the task declares one and the GPU's peaks
+    are known (the scorer holds a score below it for review)."""
+    planned = []
+    for run in runs:
+        floors = gpu_peaks.floors_ns(task.roofline, task.benchmarks, gpu_peaks.peak_of(run.gpu, peaks),
+                                     task.multi_gpu) if run.mode == "leaderboard" else []
+        planned.append(run.model_copy(update={"floor_ns": floors}) if floors else run)
+    return planned
 
 
 def rerun_runs(submission_id: int, gpus: list[str], rejudge_id: str) -> list[PlannedRun]:

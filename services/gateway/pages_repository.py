@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import asyncpg
 
-from services.core.read_model import RANKING as API_RANKING
+from services.core.ranking_repository import ranking_with_results
 
-# The API's ranking (http-api.md §3.7, read from the standings) with the leaderboard stage's result map, from which
-# the page computes each entry's interval: one primary-key read per row shown.
-RANKING = f"""
-WITH ranking AS ({API_RANKING})
-SELECT b.*, r.result -> 'run' -> 'result' AS stage_result
-FROM ranking b LEFT JOIN runs r ON r.run_id = b.run_id AND r.stage = 'leaderboard'
-ORDER BY b.score, b.submitted_at, b.submission_id
-"""
 # The standing entries in time order, for the plot of the best score over time: each user's best, the step line
 # the records among them. Bounded by the number of users, not of attempts.
 ATTEMPTS = """
@@ -30,7 +22,8 @@ ORDER BY s.submitted_at DESC, s.id DESC LIMIT $2
 
 
 async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
-    return await pool.fetch(RANKING, leaderboard_id, gpu, limit, 0)
+    """The API's ranking (http-api.md §3.7) with each entry's leaderboard stage result map, for its interval."""
+    return (await ranking_with_results(pool, leaderboard_id, gpu, limit))[1]
 
 
 async def attempts(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):

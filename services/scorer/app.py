@@ -14,6 +14,6 @@ def create_app(settings: ScorerSettings | None = None) -> FastStream:
     settings = settings or ScorerSettings()
 
     async def started(started_kit: Kit) -> None:
-        kit.fill(started_kit, ScorerConfig(settings.same_hardware, settings.development_mode))
+        kit.fill(started_kit, ScorerConfig(settings.same_hardware, settings.development_mode, settings.floor_rules()))
 
     return consumer_app("kernelbot-scorer", router, kit, settings, on_started=started)

@@ -20,11 +20,12 @@ from schemas.events import (
     SubmissionFinished,
 )
 from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunPlanned, ScoreRevised
-from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
+from schemas.precheck_events import PrecheckCleared, ScoreHeld, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import best, best_repository, rejudge, repository, scoring
+from services.scorer import best, best_repository, holds, rejudge, repository, scoring
+from services.scorer.floor import FloorRules
 from services.scorer.settings import ScorerSettings
 
 
@@ -34,6 +35,7 @@ class ScorerConfig:
 
     same_hardware: bool  # ScorerSettings.same_hardware
     development_mode: bool = False  # ScorerSettings.development_mode
+    floor: FloorRules = FloorRules()  # ScorerSettings.floor_best_fraction, floor_sibling_ratio
 
 
 router = NatsRouter()
@@ -53,7 +55,13 @@ def _development() -> bool:
     return kit.config.development_mode if kit.config is not None else ScorerSettings().development_mode
 
 
-document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, LeaderboardRankChanged, SubmissionFinished,
+def _floor_rules() -> FloorRules:
+    """The floor's settings, the running scorer's or (a replay) the environment's, as for `_same_hardware`."""
+    return kit.config.floor if kit.config is not None else ScorerSettings().floor_rules()
+
+
+document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, ScoreHeld, LeaderboardRankChanged,
+                                       SubmissionFinished,
                                        ScoreRevised, RejudgeCompleted, SubmissionReinstated, RejudgeRequested))
 
 
@@ -79,6 +87,13 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
                   for score in decision.scores}
     if _same_hardware():
         decision = scoring.hold_back(decision, references)
+    held = await holds.review(conn, row["leaderboard"], planned, verdicts, decision, _floor_rules())
+    if held:  # no score of it ranks until an admin clears the hold (holds.py)
+        events, error = await holds.hold(conn, row, decision, held, tags)
+        events += [ScoreRejected(submission_id=submission_id, leaderboard=row["leaderboard"], gpu=rejection.gpu,
+                                 reason=rejection.reason, **tags) for rejection in decision.rejections]
+        return [*events, SubmissionFinished(submission_id=submission_id, status=decision.status, error=error,
+                                            **tags)]
     events: list[Event] = []
     for score in decision.scores:
         computed = ScoreComputed(
@@ -141,6 +156,9 @@ async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
     if found is None:  # its acceptance has not reached the scorer yet: lifted when it does
         await repository.remember_clear(conn, event.submission_id, event.change_id)
         return []
+    if found[0]["precheck_hold"] == holds.HELD:  # held by the floor: ranked by a rescore once cleared
+        await repository.set_hold(conn, event.submission_id, "cleared")
+        return [holds.clear(found[0], event)]
     if found[0]["precheck_hold"] != "hacked":
         return []  # not held (never, or cleared already): nothing to lift
     row, planned = found

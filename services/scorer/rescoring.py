@@ -24,7 +24,8 @@ class Judged:
     planned: list[PlannedRun]
     verdicts: dict[str, RunVerdict]
     results: dict[str, FullResult]  # the stored RunCompleted result of each run that completed
-    # the pre-check's hold: `hacked` never ranks; `cleared` ranks, and had no score before this rescore
+    # the pre-check's or the floor's hold: `hacked` and `review` never rank; `cleared` ranks, and had no score
+    # before this rescore
     hold: str | None = None
 
 
@@ -49,7 +50,7 @@ def rescored_verdicts(judged: Judged, ranking_by: str, development: bool = False
 
 
 def scores_of(judged: Judged, verdicts: dict[str, RunVerdict], gpus: set[str] | None) -> dict[str, GpuScore]:
-    if judged.hold == "hacked":
+    if judged.hold in ("hacked", "review"):  # held by the pre-check or by the floor (holds.py)
         return {}
     if any(run.run_id not in verdicts for run in judged.planned):
         return {}  # not judged yet: a rejudge leaves it to its own judgement

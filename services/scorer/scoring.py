@@ -30,6 +30,8 @@ class RunVerdict:
     # A run that was not fully isolated, judged in development mode, where it may rank. Recorded with the verdict,
     # so that a rescore knows what was ranked under which mode.
     development: bool = False
+    # A ranked run's benchmark means in ns, case by case, for the floor's review (services/scorer/floor.py).
+    case_means_ns: list[float] = field(default_factory=list)
 
 
 def score_of(result: dict[str, str], ranking_by: str) -> float:
@@ -47,6 +49,10 @@ def score_of(result: dict[str, str], ranking_by: str) -> float:
     if any(m <= 0 for m in means):
         raise ScoreError("a benchmark mean is not positive")
     return math.exp(sum(math.log(m) for m in means) / len(means))
+
+
+def case_means_ns(result: dict[str, str]) -> list[float]:
+    return [float(result[f"benchmark.{i}.mean"]) for i in range(int(result.get("benchmark-count", "0")))]
 
 
 def _first_failure(result: dict[str, str], prefix: str) -> str:
@@ -95,14 +101,15 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str, development: bool
         # The runner's account of the harness (runner/harness_choice.py) first: under an unprotected harness the
         # result channel's claim may be the submission's.
         harness = harness or evaluation.harness.get("version", "") or evaluation.run.result.get("harness-version", "")
-    score = None
+    score, means = None, []
     if mode in ("leaderboard", "private"):
         try:
             score = score_of(outputs["leaderboard"], ranking_by)
+            means = case_means_ns(outputs["leaderboard"])
         except (ScoreError, KeyError, ValueError) as exc:
             return RunVerdict(passed=False, reason=f"no score: {exc}")
     verdict = RunVerdict(passed=True, score=score, harness_version=harness, hardware=hardware_of(result.system),
-                         isolation=result.isolation)
+                         isolation=result.isolation, case_means_ns=means)
     # the mode is recorded only where it decides, so an isolated run's verdict is the same in either mode
     return replace(verdict, development=True) if development and unisolated(verdict) else verdict
 

@@ -121,7 +121,7 @@ def test_broken_entries_are_reported_one_by_one_and_the_rest_still_syncs(checkou
     assert skipped["grayscale_v2"] == ("Failed to parse task.yml: problems/pmpp_v2/grayscale_py/task.yml: colour: "
                                        "unknown field (allowed: files, lang, description, config, templates, "
                                        "libraries, tests, benchmarks, test_timeout, benchmark_timeout, "
-                                       "ranked_timeout, ranking_by, seed, multi_gpu, gpus, harness)")
+                                       "ranked_timeout, ranking_by, seed, multi_gpu, gpus, harness, roofline)")
     assert str(checkout) not in str(result.report())  # no server paths in the report
     assert errors["garbage"].startswith("Invalid YAML: problems/garbage.yaml: invalid YAML")
     assert errors["bad_gpus"] == "broken.yaml: problems[6].gpus: must be a list of GPU names, got 'H100'"
@@ -201,3 +201,17 @@ def test_a_competition_file_sets_its_precheck_outcomes_per_problem_over_the_file
     path.write_text(yaml.safe_dump(competition, sort_keys=False))
     with pytest.raises(CompetitionFileError, match="precheck: must be a mapping of rule name to outcome"):
         load_competition(path)
+
+
+def test_a_roofline_declaration_travels_with_the_task_and_updates_without_force(checkout):
+    boards = as_boards(plan(checkout).events)
+    benchmarks = yaml.safe_load((checkout / "pmpp_v2" / "vectoradd_py" / "task.yml").read_text())["benchmarks"]
+    edit_task(checkout, "pmpp_v2/vectoradd_py", roofline=[{"bytes": 6 * 4096 * (i + 1)} for i in range(len(benchmarks))])
+    updated = plan(checkout, boards)
+    assert updated.updated == ["vectoradd_v2"] and updated.skipped[0]["reason"] == "no changes"
+    [event] = updated.events
+    assert [case.bytes for case in event.task.roofline] == [6 * 4096 * (i + 1) for i in range(len(benchmarks))]
+
+    edit_task(checkout, "pmpp_v2/vectoradd_py", roofline=[{"bytes": 8}])  # one entry for several benchmarks
+    [broken] = [s for s in plan(checkout, boards).skipped if s["name"] == "vectoradd_v2"]
+    assert broken["reason"].endswith(f"roofline: needs one entry per benchmark ({len(benchmarks)}), got 1")

@@ -146,6 +146,9 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
         run_id="7.H100.public", score=1.5e-6, ranking_by="geom", submitted_at=T0,
     ),
     events.ScoreRejected: dict(submission_id=7, leaderboard="grayscale", gpu="H100", reason="secret failed"),
+    precheck_events.ScoreHeld: dict(submission_id=7, leaderboard="grayscale", gpu="H100", user_id="u1", user_name="ada",
+                           run_id="7.H100.public", score=1.5e-9, rule="roofline",
+                           reason="benchmark 0 took 1.5 ns on H100, below its roofline floor of 2 µs"),
     events.LeaderboardRankChanged: dict(
         leaderboard="grayscale", gpu="H100", top=[RANK_ENTRY], caused_by_submission=7
     ),
@@ -196,6 +199,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.RunFailed: ("run_id", "7.T4.test"),
     events.ScoreComputed: ("gpu", "T4"),
     events.ScoreRejected: ("gpu", "T4"),
+    precheck_events.ScoreHeld: ("gpu", "T4"),
     events.LeaderboardRankChanged: ("caused_by_submission", 8),
     operations_events.RejudgeRequested: ("rejudge_id", "r2"),
     operations_events.RerunPlanned: ("submission_id", 8),
@@ -219,6 +223,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
 CONTRACT_SAMPLES: dict[type[BaseModel], dict[str, Any]] = {
     contracts.PyConfig: dict(main="eval.py"),
     contracts.CuConfig: dict(sources=["eval.cu"]),
+    contracts.RooflineCase: dict(bytes=25_165_824, flops=4_194_304, precision="fp16"),
     contracts.Task: TASK.model_dump(),
     contracts.RunPayload: dict(run_id="7.H100.test", gpu="H100", lang="py", mode="test"),
     contracts.SystemInfo: dict(gpu="H100", device_count=1),

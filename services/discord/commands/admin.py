@@ -12,6 +12,7 @@ from discord import app_commands
 
 from schemas.events import SubmissionDeleted
 from services.core import admin_repository, dev_boards, policy_changes, read_model, settle, views
+from services.core import precheck_review as review
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
@@ -208,6 +209,20 @@ def group(ctx) -> app_commands.Group:
     async def unban(interaction: discord.Interaction, user: discord.User) -> None:
         if await _moderate(interaction, user, False):
             await reply(interaction, f"✅ {user.name} may submit again.")
+
+    @admin.command(name="clear-hold", description="Clear a false hold: pre-check `hacked` or a score held for review")
+    @app_commands.describe(submission_id="the held submission", reason="why it is a false positive (audit trail)")
+    @admin_only()
+    async def clear_hold(interaction: discord.Interaction, submission_id: int, reason: str = "") -> None:
+        # the review use case of the admin route and `kernelbot precheck clear`: the scorer reinstates and rescores
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            event = await review.build_clear(ctx.pool, submission_id, interaction.user.name, reason)
+        except review.PrecheckError as exc:
+            await reply(interaction, f"❌ {exc}")
+            return
+        await settle.publish_and_settle(ctx.broker, event, ctx.position, settle.PROJECTION_WAIT_S)
+        await reply(interaction, f"✅ Cleared submission {submission_id}: it is rescored onto its board.")
 
     @admin.command(name="get-submission", description="Any submission, secret runs included")
     @admin_only()

@@ -6,7 +6,7 @@ import discord
 from discord import app_commands
 
 from schemas.contracts import SUBMISSION_MARKER
-from services.core import read_model
+from services.core import noise, ranking_repository, read_model
 from services.discord import texts
 from services.discord.commands.common import board_autocomplete, gpu_autocomplete, on_error, reply, text_file
 from services.discord.commands.submit import submit_group
@@ -57,12 +57,16 @@ def list_pages(rows) -> list[str]:
 
 
 def ranking_pages(board: str, gpu: str, ranking) -> list[str]:
-    """One GPU's ranking, RANKING_SIZE ranks a page, each page titled with the GPU and where it is."""
-    lines = [f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
-             f"{texts.score_text(r['score'])} · `{r['file_name']}`" for r in ranking]
+    """One GPU's ranking, RANKING_SIZE ranks a page, each page titled with the GPU and where it is; an entry tied
+    within noise with the one above is marked as on every front end (services/core/noise.py)."""
+    ties = noise.ranking_noise([r["stage_result"] for r in ranking], ranking[0]["ranking_by"] if ranking else "")
+    lines = [f"{noise.TIE_MARK + ' ' if tie.tied_within_noise else ''}"
+             f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
+             f"{texts.score_text(r['score'])} · `{r['file_name']}`" for r, tie in zip(ranking, ties, strict=True)]
     chunks = [lines[i:i + RANKING_SIZE] for i in range(0, len(lines), RANKING_SIZE)] or [
         ["no ranked submissions yet"]]
-    return [f"**{board}** · __{gpu}__ ({i + 1}/{len(chunks)})\n" + "\n".join(chunk)
+    legend = f"\n-# {noise.TIE_LEGEND}" if any(tie.tied_within_noise for tie in ties) else ""
+    return [f"**{board}** · __{gpu}__ ({i + 1}/{len(chunks)})\n" + "\n".join(chunk) + legend
             for i, chunk in enumerate(chunks)]
 
 
@@ -103,7 +107,8 @@ def group(ctx) -> app_commands.Group:
             return
         pages = []
         for name in [gpu] if gpu else gpus:
-            ranking = await read_model.ranking(ctx.pool, row["id"], name, RANKING_SIZE * RANKING_PAGES, 0)
+            _, ranking = await ranking_repository.ranking_with_results(ctx.pool, row["id"], name,
+                                                                       RANKING_SIZE * RANKING_PAGES)
             pages.extend(ranking_pages(row["name"], name, ranking))
         pages = pages or [f"**{row['name']}** runs on no GPU."]
         view = Pages(pages, interaction.user.id) if len(pages) > 1 else None

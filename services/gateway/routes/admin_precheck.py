@@ -50,8 +50,9 @@ async def show_verdict(submission_id: int, pool: Pool) -> dict:
 
 @router.post("/submissions/{submission_id}/precheck/clear")
 async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: JsonBody = None) -> dict:
-    """Clear a `hacked` verdict judged a false positive; the scorer then reinstates the submission (its job status
-    leaves `hacked`) and rescores its board. Answers once the clearing shows."""
+    """Clear a `hacked` verdict, or a score the floor held for review, judged a false positive; the scorer then
+    reinstates the submission (its job status leaves `hacked`) and rescores its board. Answers once the clearing
+    shows."""
     reason = field(body, "reason")
     if reason is not None and (not isinstance(reason, str) or "\x00" in reason):
         raise HTTPException(400, "reason must be a string")
@@ -63,4 +64,5 @@ async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: 
     await publish_and_settle(request, event)
     return {"status": "ok", "submission_id": submission_id,
             "submission_status": await repository.submission_status(pool, submission_id),
-            "precheck": precheck.verdict_view(await repository.precheck_verdict(pool, submission_id))}
+            "precheck": precheck.verdict_view(await repository.precheck_verdict(pool, submission_id)),
+            "floor_holds": precheck.holds_view(await repository.floor_holds(pool, submission_id))}

@@ -39,7 +39,9 @@ async def show_submission(submission_id: int, pool: Pool) -> dict:
         raise HTTPException(404, "Submission not found")
     runs = await repository.submission_runs(pool, submission_id)
     verdict = precheck.verdict_view(await operate_repository.precheck_verdict(pool, submission_id))
-    return {"status": "ok", "submission": views.admin_submission(row, runs) | {"precheck": verdict}}
+    holds = precheck.holds_view(await operate_repository.floor_holds(pool, submission_id))
+    return {"status": "ok", "submission": views.admin_submission(row, runs) | {"precheck": verdict,
+                                                                               "floor_holds": holds}}
 
 
 async def _delete(request: Request, submission_id: int, user_id: str) -> None:

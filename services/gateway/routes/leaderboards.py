@@ -6,8 +6,9 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
+from services.core import ranking_repository, views
 from services.core import read_model as repository
-from services.core import views
+from services.core.noise import ranking_noise
 from services.gateway import boards
 from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
 from services.gateway.standings_cache import json_response
@@ -40,6 +41,9 @@ def _json(content) -> bytes:
 @router.get("/submissions/{leaderboard}/{gpu}", responses=CACHED)
 async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cache: Cache, user: OptionalUser,
                   limit: int | None = None, offset: int = 0) -> list[dict]:
+    """The ranking, best first. Each entry has `score_interval`, the 95% interval of its score in seconds (null when
+    its run reported no errors), and `tied_within_noise`: true when that interval overlaps the one of the entry
+    ranked just above, so the two are the same within noise (docs/quickstart.md)."""
     if limit is not None and not 1 <= limit <= 1000:
         raise HTTPException(400, "limit must be between 1 and 1000")
     if offset < 0:
@@ -48,8 +52,12 @@ async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cach
     boards.ranked_gpu(board, gpu)
 
     async def render() -> bytes:
-        rows = await repository.ranking(pool, board["id"], gpu, limit, offset)
-        return _json([views.ranking_entry(row, board["name"], gpu) for row in rows])
+        # the entry above the page too: whether the page's first entry ties is told against it (core/noise.py)
+        above, rows = await ranking_repository.ranking_with_results(pool, board["id"], gpu, limit, offset)
+        ranking_by = rows[0]["ranking_by"] if rows else ""
+        noise = ranking_noise([row["stage_result"] for row in ([above] if above else []) + rows], ranking_by)
+        return _json([views.ranking_entry(row, board["name"], gpu, entry_noise)
+                      for row, entry_noise in zip(rows, noise[len(noise) - len(rows):], strict=True)])
 
     return await json_response(request, cache, board, gpu, ("ranking", limit, offset), render)
 

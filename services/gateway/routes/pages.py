@@ -17,12 +17,13 @@ from markupsafe import Markup
 
 from services.core import read_model as repository
 from services.core import reports, results, views
+from services.core.noise import ranking_noise
 from services.gateway import pages_repository
 from services.gateway.deps import Cache, Pool, User
 from services.gateway.web import csrf, render
 from services.gateway.web.charts import Attempt, best_over_time
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
-from services.gateway.web.stats import format_seconds, score_interval, ties_with_above
+from services.gateway.web.stats import format_seconds
 
 router = APIRouter(include_in_schema=False)
 RANKING_ROWS = 500
@@ -131,12 +132,12 @@ async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], 
     """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
     (and room for the plot drawn from them)."""
     rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
-    intervals = [score_interval(row["stage_result"], board["ranking_by"]) for row in rows]
+    noise = ranking_noise([row["stage_result"] for row in rows], board["ranking_by"])
     entries = [{
         "rank": row["rank"], "user_name": row["user_name"], "score": format_seconds(row["score"]),
-        "interval": f"{format_seconds(iv.low)} – {format_seconds(iv.high)}" if iv else "—",
-        "submitted": _shown(row["submitted_at"]), "file_name": row["file_name"], "tie": tie,
-    } for row, iv, tie in zip(rows, intervals, ties_with_above(intervals), strict=True)]
+        "interval": f"{format_seconds(n.interval.low)} – {format_seconds(n.interval.high)}" if n.interval else "—",
+        "submitted": _shown(row["submitted_at"]), "file_name": row["file_name"], "tie": n.tied_within_noise,
+    } for row, n in zip(rows, noise, strict=True)]
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
                 for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
     return Markup(render("ranking_table.html", entries=entries)), attempts, {}

@@ -1,64 +1,8 @@
-"""The 95% interval of a ranked score and statistical ties between neighbours (docs/quickstart.md). Pure.
-
-A score is `last`, `mean` or `geom` of the per-case benchmark means (services/scorer/scoring.py); each case reports
-its mean and standard error in ns. The interval propagates those errors through the same aggregate (normal
-approximation; the delta method on logarithms for the geometric mean).
-"""
+"""How the web pages write a duration (the intervals and ties they show: services/core/noise.py). Pure."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-
-Z95 = 1.959964
-
-
-@dataclass(frozen=True)
-class Interval:
-    low: float
-    high: float
-
-
-def _cases(result: Mapping[str, str]) -> list[tuple[float, float]] | None:
-    try:
-        count = int(result.get("benchmark-count", "0"))
-        cases = [(float(result[f"benchmark.{i}.mean"]) / 1e9, float(result[f"benchmark.{i}.err"]) / 1e9)
-                 for i in range(count)]
-    except (KeyError, ValueError, TypeError):
-        return None
-    if not cases or any(not (math.isfinite(m) and math.isfinite(e)) or e < 0 for m, e in cases):
-        return None
-    return cases
-
-
-def score_interval(result: Mapping[str, str] | None, ranking_by: str) -> Interval | None:
-    """The 95% interval of the score computed from a leaderboard stage's result map; None when it cannot be told."""
-    cases = _cases(result or {})
-    if cases is None:
-        return None
-    n = len(cases)
-    if ranking_by == "last":
-        mean, err = cases[-1]
-        return Interval(mean - Z95 * err, mean + Z95 * err)
-    if ranking_by == "mean":
-        mean = sum(m for m, _ in cases) / n
-        err = math.sqrt(sum(e * e for _, e in cases)) / n
-        return Interval(mean - Z95 * err, mean + Z95 * err)
-    if any(m <= 0 for m, _ in cases):
-        return None
-    log_mean = sum(math.log(m) for m, _ in cases) / n
-    log_err = math.sqrt(sum((e / m) ** 2 for m, e in cases)) / n
-    return Interval(math.exp(log_mean - Z95 * log_err), math.exp(log_mean + Z95 * log_err))
-
-
-def ties_with_above(intervals: Sequence[Interval | None]) -> list[bool]:
-    """For each entry in rank order: does its interval overlap the one ranked just above it?"""
-    flags = [False] * len(intervals)
-    for i in range(1, len(intervals)):
-        above, here = intervals[i - 1], intervals[i]
-        flags[i] = above is not None and here is not None and here.low <= above.high
-    return flags
 
 
 def format_seconds(value: float | None) -> str:
