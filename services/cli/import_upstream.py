@@ -23,7 +23,9 @@ def import_upstream(
 
     Run it again to resume an interrupted import: what the stream already holds is skipped.
     """
-    from services.operate.upstream_import import ImportRefused, import_upstream as run
+    # late: the command line starts without loading the database and NATS clients each command does not need
+    from services.operate.upstream_import import ImportRefused
+    from services.operate.upstream_import import import_upstream as run
 
     nats, database = urls(nats_url, database_url)
     bars: list = []
