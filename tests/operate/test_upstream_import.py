@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 
 from schemas.credentials import cli_id_hash
-from services.kit.embedded.databases import create_database, drop_database
 from services.operate.upstream_import import import_upstream
 from tests.operate.conftest import run_cli
 from tests.support.events import archived, query
 from tests.support.platform import Platform
-from tests.support.upstream_db import CLI_IDS, SUBMISSIONS, WEB_IDS, create_upstream, upstream_ranking
+from tests.support.upstream_db import CLI_IDS, SUBMISSIONS, WEB_IDS, upstream_ranking
 
 BOARDS = {"matmul": ["A100", "H100"], "sorting-closed": ["B200"], "old-cuda": ["T4"]}
-
-
-@pytest.fixture
-def upstream_url(postgres_server_url):
-    name = f"kb_upstream_{uuid.uuid4().hex[:12]}"
-    url = create_database(postgres_server_url, name)
-    create_upstream(url)
-    yield url
-    drop_database(postgres_server_url, name)
 
 
 class Interrupted(Exception):
