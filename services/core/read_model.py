@@ -25,9 +25,6 @@ WHERE lower(l.name) = lower($1)
 """
 STANDING_VERSION = "SELECT version FROM standing_versions WHERE leaderboard_id = $1 AND gpu = $2"
 NEXT_SUBMISSION_ID = "SELECT nextval('submission_ids')"
-# After an import that kept upstream's submission ids: new ones are allocated above them.
-RESERVE_SUBMISSION_IDS = """
-SELECT setval('submission_ids', GREATEST($1::bigint, (SELECT last_value FROM submission_ids)))"""
 # One statement: the first request with a key takes a fresh id, every retry finds it (two at once: one inserts).
 SUBMISSION_FOR_KEY = """
 WITH taken AS (
@@ -319,8 +316,3 @@ async def rejection(pool: asyncpg.Pool, submission_id: int) -> dict | None:
 async def ledger_position(pool: asyncpg.Pool, consumer: str) -> int:
     """The last stream sequence the ledger applied (it applies the stream in order)."""
     return int(await pool.fetchval(LEDGER_POSITION, consumer))
-
-
-async def reserve_submission_ids(conn, up_to: int) -> None:
-    """Make every later submission id larger than `up_to` (ids an import brought along)."""
-    await conn.execute(RESERVE_SUBMISSION_IDS, up_to)

@@ -16,7 +16,6 @@ from nats.aio.client import Client
 
 from schemas.envelope import Event
 from schemas.streams import EVENTS
-from services.core import read_model
 from services.kit.bus import MSG_ID_HEADER, PUBLISH_ACK_TIMEOUT_S, encode
 from services.operate import stream as log
 from services.operate import upstream_catalogue as catalogue_map
@@ -24,6 +23,10 @@ from services.operate.db import connection
 from services.operate.upstream_catalogue import PREFIX, Report
 from services.operate.upstream_source import opened
 from services.operate.upstream_submissions import submission_events
+
+# Upstream's submission ids are kept: the platform's own ids continue above the largest one.
+RESERVE_SUBMISSION_IDS = """
+SELECT setval('submission_ids', GREATEST($1::bigint, (SELECT last_value FROM submission_ids)))"""
 
 
 class ImportRefused(Exception):
@@ -121,5 +124,5 @@ async def import_upstream(source_url: str, nats_url: str, database_url: str,
                         "(their submissions were deleted upstream); not carried over")
     if submission_ids:
         async with connection(database_url) as conn:
-            await read_model.reserve_submission_ids(conn, max(submission_ids))
+            await conn.execute(RESERVE_SUBMISSION_IDS, max(submission_ids))
     return report, publish
