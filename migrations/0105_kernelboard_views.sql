@@ -23,10 +23,11 @@ CREATE VIEW leaderboard.user_info AS
 SELECT u.user_id AS id, u.user_name, u.banned AS is_banned
 FROM users u
 UNION ALL
-SELECT DISTINCT ON (s.user_id) s.user_id, s.user_name, false
-FROM submissions s
-WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = s.user_id)
-ORDER BY 1;
+SELECT latest.user_id, latest.user_name, false
+FROM (SELECT DISTINCT ON (s.user_id) s.user_id, s.user_name
+      FROM submissions s
+      WHERE NOT EXISTS (SELECT 1 FROM users u WHERE u.user_id = s.user_id)
+      ORDER BY s.user_id, s.submitted_at DESC) AS latest;
 
 -- A submission's code is its own code file: code_id is the submission's id.
 CREATE VIEW leaderboard.submission AS
