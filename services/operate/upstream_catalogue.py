@@ -34,11 +34,13 @@ def imported(event: E) -> E:
     return event.model_copy(update={"event_id": PREFIX + event.event_id})
 
 
+def moment(value: str) -> datetime:
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)  # upstream's created_at has no zone: UTC
+
+
 def when(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    moment = datetime.fromisoformat(value)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # upstream's created_at has no zone: UTC
+    return moment(value) if value else None
 
 
 @dataclass
@@ -93,9 +95,9 @@ def boards(catalogue: Catalogue, first_seen: dict[int, datetime], report: Report
             report.note(f"board {row['name']!r}: no GPU types upstream; imported without GPUs")
         events.append(imported(LeaderboardCreated(
             name=row["name"], description=description, task=task, task_hash=compute_task_hash(task),
-            templates=board_templates, gpus=board_gpus, deadline=when(row["deadline"]), visibility=visibility,
+            templates=board_templates, gpus=board_gpus, deadline=moment(row["deadline"]), visibility=visibility,
             secret_seed=int(row.get("secret_seed") or 0), creator_id=int(row.get("creator_id") or 0),
-            forum_id=int(row.get("forum_id") if row.get("forum_id") is not None else -1),
+            forum_id=-1 if row.get("forum_id") is None else int(row["forum_id"]),
             occurred_at=first_seen.get(row["id"], UPSTREAM_EPOCH))))
         known[row["id"]] = Board(row["name"], task, board_gpus)
     report.counts["boards"] = len(known)

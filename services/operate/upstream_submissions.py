@@ -25,7 +25,7 @@ from schemas.events import (
     SubmissionReceived,
 )
 from schemas.precheck_events import PrecheckVerdict
-from services.operate.upstream_catalogue import Board, Report, imported, when
+from services.operate.upstream_catalogue import Board, Report, imported, moment
 from services.operate.upstream_source import UpstreamSubmission
 
 BACKEND = "upstream"
@@ -39,7 +39,7 @@ def mode_of(row: dict, runs: list[dict]) -> str:
     for mode in MODES_BY_PRECEDENCE:
         if mode in stages:
             return mode
-    return row.get("mode_category") if row.get("mode_category") in ("test", "leaderboard") else "test"
+    return "leaderboard" if row.get("mode_category") == "leaderboard" else "test"
 
 
 def run_id(submission_id: int, gpu: str, secret: bool, mode: str) -> str:
@@ -65,7 +65,7 @@ def stage(row: dict, report: Report, submission_id: int) -> EvalResult:
 
 
 def system_of(rows: list[dict]) -> SystemInfo:
-    info = next((r["system_info"] for r in rows if r.get("system_info")), {}) or {}
+    info: dict = next((r["system_info"] for r in rows if r.get("system_info")), {})
     return SystemInfo(**{name: str(info.get(name) or "") for name in SYSTEM_FIELDS},
                       device_count=int(info.get("device_count") or 0))
 
@@ -104,8 +104,7 @@ def submission_events(sub: UpstreamSubmission, board: Board, names: dict[str, st
     row, sid = sub.row, int(sub.row["id"])
     user_id = str(row["user_id"])
     user_name = names.get(user_id, user_id)
-    submitted = when(row["submission_time"])
-    assert submitted is not None  # NOT NULL upstream
+    submitted = moment(row["submission_time"])
     if sub.code is None:
         report.note(f"submission {sid}: its code is missing upstream; imported with empty code")
     code = (sub.code or b"").decode("utf-8", errors="replace")
@@ -136,8 +135,8 @@ def submission_events(sub: UpstreamSubmission, board: Board, names: dict[str, st
     timeout = board.task.ranked_timeout if mode == "leaderboard" else board.task.benchmark_timeout
     ends: list[datetime] = []
     for plan, ((gpu, secret), rows) in zip(planned, groups.items(), strict=True):
-        started = min((when(r["start_time"]) for r in rows if r.get("start_time")), default=submitted)
-        ended = max((when(r["end_time"]) for r in rows if r.get("end_time")), default=started)
+        started = min((moment(r["start_time"]) for r in rows if r.get("start_time")), default=submitted)
+        ended = max((moment(r["end_time"]) for r in rows if r.get("end_time")), default=started)
         ends.append(ended)
         result = FullResult(success=True, system=system_of(rows),
                             runs={r["mode"]: stage(r, report, sid) for r in rows})
