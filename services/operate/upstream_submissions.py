@@ -32,6 +32,16 @@ BACKEND = "upstream"
 TERMINAL = ("succeeded", "failed", "timed_out", "hacked")
 SYSTEM_FIELDS = ("gpu", "cpu", "runtime", "platform", "torch", "hostname")
 MODES_BY_PRECEDENCE = ("leaderboard", "profile", "benchmark", "test")
+# A run's stages travel in one event (at most schemas.streams.MAX_EVENT_BYTES): longer output is cut to this.
+MAX_OUTPUT_CHARS = 200_000
+
+
+def capped(text: object, report: Report, submission_id: int, what: str) -> str:
+    value = str(text or "")
+    if len(value) <= MAX_OUTPUT_CHARS:
+        return value
+    report.note(f"submission {submission_id}: {what} cut from {len(value)} to {MAX_OUTPUT_CHARS} characters")
+    return value[:MAX_OUTPUT_CHARS]
 
 
 def mode_of(row: dict, runs: list[dict]) -> str:
@@ -57,8 +67,10 @@ def stage(row: dict, report: Report, submission_id: int) -> EvalResult:
         except ValidationError:
             report.note(f"submission {submission_id}: compilation record of run {row['id']} not readable; left out")
     run = RunResult(success=bool(meta.get("success", row["passed"])), passed=bool(row["passed"]),
-                    command=str(meta.get("command") or ""), stdout=str(meta.get("stdout") or ""),
-                    stderr=str(meta.get("stderr") or ""), exit_code=int(meta.get("exit_code") or 0),
+                    command=str(meta.get("command") or ""),
+                    stdout=capped(meta.get("stdout"), report, submission_id, f"{row['mode']} stdout"),
+                    stderr=capped(meta.get("stderr"), report, submission_id, f"{row['mode']} stderr"),
+                    exit_code=int(meta.get("exit_code") or 0),
                     duration=float(meta.get("duration") or 0.0),
                     result={str(k): str(v) for k, v in (row.get("result") or {}).items()})
     return EvalResult(start=row.get("start_time"), end=row.get("end_time"), compilation=compilation, run=run)

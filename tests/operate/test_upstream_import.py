@@ -10,7 +10,7 @@ from schemas.credentials import cli_id_hash
 from services.operate.upstream_import import import_upstream
 from tests.operate.conftest import run_cli
 from tests.support.events import archived, query
-from tests.support.platform import Platform
+from tests.support.platform import Platform, identity_board
 from tests.support.upstream_db import CLI_IDS, SUBMISSIONS, WEB_IDS, upstream_ranking
 
 BOARDS = {"matmul": ["A100", "H100"], "sorting-closed": ["B200"], "old-cuda": ["T4"]}
@@ -124,8 +124,6 @@ def test_an_upstream_deployment_is_imported_with_its_rankings_resumably_and_once
 
 def test_an_import_refuses_a_platform_that_already_has_a_board_of_that_name(
         nats_url, database_url, upstream_url, tmp_path):
-    from tests.support.platform import identity_board
-
     platform = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
     platform.start()
     try:

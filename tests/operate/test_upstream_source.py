@@ -13,7 +13,7 @@ from schemas.events import LeaderboardCreated, ScoreComputed, SubmissionFinished
 from services.kit.embedded.databases import create_database, drop_database
 from services.operate import upstream_catalogue as catalogue_map
 from services.operate.upstream_source import opened
-from services.operate.upstream_submissions import submission_events
+from services.operate.upstream_submissions import MAX_OUTPUT_CHARS, stage, submission_events
 from tests.support.upstream_db import PY_TASK, ranked
 
 # As a deployment of spring 2025 had it: no visibility, invites, rate limits, bans, job status or submission status.
@@ -103,3 +103,14 @@ def test_the_upstream_database_is_only_read(database):
 
     with pytest.raises(asyncpg.ReadOnlySQLTransactionError):
         asyncio.run(write())
+
+
+def test_a_runs_long_output_is_cut_to_fit_one_event_and_reported():
+    report = catalogue_map.Report()
+    row = {"id": 9, "mode": "test", "passed": True, "start_time": None, "end_time": None, "result": {"n": 1},
+           "meta": {"stdout": "x" * (MAX_OUTPUT_CHARS + 5), "stderr": "warn", "success": True, "exit_code": 0}}
+    evaluation = stage(row, report, 42)
+    assert evaluation.run is not None and len(evaluation.run.stdout) == MAX_OUTPUT_CHARS
+    assert evaluation.run.stderr == "warn" and evaluation.run.result == {"n": "1"}
+    assert report.problems == [f"submission 42: test stdout cut from {MAX_OUTPUT_CHARS + 5} to {MAX_OUTPUT_CHARS} "
+                               "characters"]
