@@ -35,3 +35,25 @@ class OAuthUserRegistered(Event):
 
     def identity(self) -> str:
         return f"{self.provider}:{self.user_id}:{self.cli_id_sha256}"
+
+
+class WebAuthIdSet(Event):
+    """A user's web id (the `X-Web-Auth-Id` a website such as kernelboard submits with) was set, as its digest.
+
+    A user not known yet is created without a CLI id; a known one keeps their name and CLI id. Set by the admin
+    route a website calls when someone signs in (http-api.md), or by `kernelbot import-upstream`. A clear
+    `web_auth_id` is read as its digest (schemas/credentials.py).
+    """
+
+    subject = "evt.user.web_auth_id_set"
+    user_id: str
+    user_name: str
+    web_auth_id_sha256: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _hash_clear_id(cls, data: object) -> object:
+        return read_clear_id(data)
+
+    def identity(self) -> str:
+        return f"{self.user_id}:{self.web_auth_id_sha256}"

@@ -108,6 +108,11 @@ class UserRenamed(Event):
 # --- submissions ----------------------------------------------------------------------------------------------
 
 
+# The origin of a submission `kernelbot import-upstream` brought from an upstream deployment: it ran there, so the
+# dispatcher admits and plans nothing for it (docs/operations.md, "Switching from upstream").
+IMPORTED_ORIGIN = "upstream-import"
+
+
 class SubmissionReceived(Event):
     subject = "evt.submission.received"
     submission_id: int
@@ -149,6 +154,9 @@ class SubmissionAccepted(Event):
     runs: list[PlannedRun]
     # the source pre-check's verdict when a rule fired: `hacked` holds the submission off every ranking
     precheck: PrecheckVerdict | None = None
+    # judged by an upstream deployment (`kernelbot import-upstream`): its runs, scores and outcome follow as events of
+    # their own, so the scorer records it without judging it again
+    imported: bool = False
 
     def identity(self) -> str:
         return str(self.submission_id)
@@ -331,7 +339,7 @@ class LeaderboardRankChanged(Event):
         return f"{self.leaderboard}:{self.gpu}:{self.caused_by_submission}"
 
 
-from schemas.auth_events import OAuthUserRegistered  # noqa: E402 - its own module, registered here
+from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet  # noqa: E402 - its own module, registered here
 from schemas.operations_events import OPERATIONS_EVENTS  # noqa: E402 - operator events, own module
 from schemas.policy_events import POLICY_EVENTS  # noqa: E402 - policy changes, own module
 from schemas.precheck_events import PRECHECK_EVENTS  # noqa: E402 - the source pre-check, own module
@@ -342,6 +350,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     LeaderboardDeleted,
     CliUserRegistered,
     OAuthUserRegistered,
+    WebAuthIdSet,
     UserRenamed,
     SubmissionReceived,
     SubmissionAccepted,

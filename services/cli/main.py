@@ -15,6 +15,7 @@ from services.cli import (
     export,
     harness_cmd,
     host_check,
+    import_upstream,
     precheck,
     problems,
     rejudge,
@@ -36,6 +37,7 @@ app.add_typer(events_cmd.events_app, name="events")
 app.add_typer(dlq.dlq_app, name="dlq")
 app.command()(rejudge.rejudge)
 app.command("export")(export.export)
+app.command("import-upstream")(import_upstream.import_upstream)
 runners.register(app)  # operator commands: runners, verify-runs
 app.command("host-check")(host_check.host_check)  # a GPU vendor's isolation check on its own host
 precheck.register(app)  # operator commands: precheck rules, precheck clear

@@ -156,3 +156,17 @@ def stats(totals, by_gpu, by_user, *, last_day: bool) -> dict[str, Any]:
     else:
         found["num_unique_codes"] = totals["num_unique_codes"]
     return found
+
+
+def board_rankings_entry(row, submission_count: int) -> dict[str, Any]:
+    """An entry of GET /leaderboard/{leaderboard_id}/rankings, as kernelboard reads it."""
+    return {"user_name": row["user_name"], "score": row["score"], "file_name": row["file_name"],
+            "submission_id": row["submission_id"], "submission_count": submission_count,
+            "submission_time": timestamp(row["submitted_at"])}
+
+
+def board_rankings_board(row) -> dict[str, Any]:
+    task = row["task"]
+    return {"name": row["name"], "deadline": timestamp(row["deadline"]), "lang": task.get("lang", ""),
+            "description": row["description"] or "", "reference": task.get("files", {}).get("reference.py", ""),
+            "benchmarks": task.get("benchmarks", []), "gpu_types": sorted(row["gpus"])}

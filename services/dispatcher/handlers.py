@@ -10,6 +10,7 @@ from datetime import datetime
 from faststream.nats import NatsRouter
 
 from schemas.events import (
+    IMPORTED_ORIGIN,
     RunCompleted,
     RunDispatched,
     RunFailed,
@@ -115,6 +116,8 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
 
 @router.subscriber("evt.submission.received", **durable_consumer("dispatcher-admit"), title="dispatcher-admit")
 async def on_submission_received(event: SubmissionReceived) -> None:
+    if event.origin == IMPORTED_ORIGIN:
+        return  # it ran on the upstream deployment it was imported from: nothing to admit or run here
     allowance = kit.config.launch_allowance_s
     read = await asyncio.to_thread(read_source, event)
     await kit().handle(lambda conn: admit_and_plan(conn, event, allowance, read))

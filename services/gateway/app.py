@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from schemas.auth_events import OAuthUserRegistered
+from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
@@ -45,7 +45,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     broker = make_broker(settings.nats_url, log_level=settings.log_level)
     document_publishers(broker, "gateway", (SubmissionReceived, SubmissionDeleted, CliUserRegistered,
-                                             OAuthUserRegistered, *POLICY_EVENTS, PrecheckCleared))
+                                             OAuthUserRegistered, WebAuthIdSet, *POLICY_EVENTS, PrecheckCleared))
     document_publishers(broker, "gateway", admin_problems.PUBLISHES)
 
     @asynccontextmanager

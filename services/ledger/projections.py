@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.auth_events import OAuthUserRegistered
+from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet
 from schemas.envelope import Event
 from schemas.events import (
     CliUserRegistered,
@@ -41,7 +41,7 @@ from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet, Submissi
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
     "archive", "leaderboard_create", "leaderboard_update", "leaderboard_purge", "leaderboard_delete",
-    "user_upsert", "user_provider",
+    "user_upsert", "user_provider", "user_web_id",
     "intake_set", "user_ban", "visibility_set", "rate_limit_put", "precheck_policy_put", "invite_create",
     "invite_claim", "invite_revoke", "submission_insert", "submission_delete", "user_rename", "user_rename_submissions",
     "notify_submission", "job_set", "submission_status", "precheck_verdict_insert", "precheck_clear",
@@ -54,7 +54,7 @@ BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
 # The events that become parameter rows here (the rest are read from the archive by archive_sql.py).
 PLANNED_EVENTS = (*BOARD_EVENTS, IntakePaused, IntakeResumed, UserBanned, UserUnbanned, LeaderboardVisibilityChanged,
                   RateLimitSet, RateLimitCleared, InvitesCreated, InviteClaimed, InviteRevoked, CliUserRegistered,
-                  OAuthUserRegistered, SubmissionDeleted, ScoreRevised, UserRenamed, PrecheckPolicySet,
+                  OAuthUserRegistered, WebAuthIdSet, SubmissionDeleted, ScoreRevised, UserRenamed, PrecheckPolicySet,
                   PrecheckCleared, SubmissionReinstated)
 
 
@@ -111,6 +111,8 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case OAuthUserRegistered():
             plan.add("user_upsert", event.user_id, event.user_name, event.cli_id_sha256, None)
             plan.add("user_provider", event.user_id, event.provider)
+        case WebAuthIdSet():
+            plan.add("user_web_id", event.user_id, event.user_name, event.web_auth_id_sha256)
         case UserRenamed():
             plan.add("user_rename", event.user_id, event.user_name)
             plan.add("user_rename_submissions", event.user_id, event.user_name)

@@ -39,6 +39,11 @@ STATEMENTS = {
         ON CONFLICT (user_id) DO UPDATE SET user_name = $2, cli_id_sha256 = $3,
                web_auth_id_sha256 = COALESCE($4, users.web_auth_id_sha256)""",
     "user_provider": "UPDATE users SET provider = $2 WHERE user_id = $1",
+    # a web id another user holds is left with them (the admin route refuses it first), so the step cannot fail
+    "user_web_id": """
+        INSERT INTO users (user_id, user_name, web_auth_id_sha256)
+        SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM users WHERE web_auth_id_sha256 = $3 AND user_id <> $1)
+        ON CONFLICT (user_id) DO UPDATE SET web_auth_id_sha256 = $3""",
     # policy changes (schemas.policy_events); leaderboards are named, their ids resolved at projection time
     "intake_set": """
         INSERT INTO intake (accepting, changed_at) VALUES ($1, $2)

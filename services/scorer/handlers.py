@@ -123,6 +123,12 @@ def _scored(row) -> best.MakeChange:
 async def apply_accepted(conn, event: SubmissionAccepted) -> list[Event]:
     await repository.lock_submission(conn, event.submission_id)
     await repository.add_submission(conn, event)
+    if event.imported:
+        # judged upstream: its scores arrive as ScoreComputed events of their own (apply_score_computed), which
+        # may have come first and waited for this row to stand on the board
+        await repository.mark_finished(conn, event.submission_id)
+        await best_repository.refresh(conn, await best_repository.submission_keys(conn, event.submission_id))
+        return []
     if await repository.take_early_clear(conn, event.submission_id):
         await repository.set_hold(conn, event.submission_id, None)
     return await judge_if_complete(conn, event.submission_id)
@@ -180,6 +186,15 @@ async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
     return events
 
 
+async def apply_score_computed(conn, event: ScoreComputed) -> list[Event]:
+    """Every published score joins the best table, so that the next rank change is measured against it: an imported
+    history's scores (`kernelbot import-upstream`) arrive only this way; the scorer's own are there already (recording
+    keeps the first). History announces nothing: no rank change is emitted."""
+    await repository.lock_submission(conn, event.submission_id)  # in turn with its acceptance (apply_accepted)
+    await best_repository.refresh(conn, await best_repository.record(conn, [event]))
+    return []
+
+
 async def apply_rejudge(conn, event: RejudgeRequested) -> list[Event]:
     if event.action != "rescore":
         return []  # a rerun is judged run by run, as its runs end
@@ -200,6 +215,7 @@ APPLIERS = {
     RejudgeRequested: apply_rejudge,
     RerunPlanned: apply_rerun_planned,
     PrecheckCleared: apply_precheck_cleared,
+    ScoreComputed: apply_score_computed,
     SubmissionDeleted: best.submission_deleted,
     LeaderboardDeleted: best.leaderboard_deleted,
 }
@@ -211,6 +227,7 @@ CONSUMERS = {
     RejudgeRequested: "scorer-rejudge",
     RerunPlanned: "scorer-rerun-planned",
     PrecheckCleared: "scorer-precheck-cleared",
+    ScoreComputed: "scorer-scores",
     SubmissionDeleted: "scorer-submission-deleted",
     LeaderboardDeleted: "scorer-leaderboard-deleted",
 }
@@ -250,6 +267,11 @@ async def on_rerun_planned(event: RerunPlanned) -> None:
                    title=CONSUMERS[PrecheckCleared])
 async def on_precheck_cleared(event: PrecheckCleared) -> None:
     await kit().handle(lambda conn: apply_precheck_cleared(conn, event))
+
+
+@router.subscriber("evt.score.computed", **durable_consumer(CONSUMERS[ScoreComputed]), title=CONSUMERS[ScoreComputed])
+async def on_score_computed(event: ScoreComputed) -> None:
+    await kit().handle(lambda conn: apply_score_computed(conn, event))
 
 
 # A deletion waits for a rescore of its board (it locks the best table): give it a rescore's time.

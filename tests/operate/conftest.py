@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import time
+import uuid
 from datetime import UTC, datetime
 
 import pytest
@@ -14,8 +15,10 @@ import pytest
 from schemas.contracts import EvalResult, FullResult, RunResult, SystemInfo
 from schemas.events import RunCompleted
 from services.kit.bus import publish_all
+from services.kit.embedded.databases import create_database, drop_database
 from tests.support.events import archived, query
 from tests.support.platform import Platform, identity_board
+from tests.support.upstream_db import create_upstream
 
 GPU = "remote"
 
@@ -92,3 +95,13 @@ def wait_rows(database_url: str, sql: str, expected, timeout: float = 30):
             return
         time.sleep(0.1)
     raise AssertionError(f"{sql} gave {rows}, not {expected}")
+
+
+@pytest.fixture
+def upstream_url(postgres_server_url):
+    """A database shaped and filled as an upstream KernelBot deployment's (tests/support/upstream_db.py)."""
+    name = f"kb_upstream_{uuid.uuid4().hex[:12]}"
+    url = create_database(postgres_server_url, name)
+    create_upstream(url)
+    yield url
+    drop_database(postgres_server_url, name)

@@ -8,6 +8,7 @@ import secrets
 from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel
 
+from schemas.auth_events import WebAuthIdSet
 from schemas.events import CliUserRegistered
 from services.core import read_model as repository
 from services.core.credentials import cli_id_hash
@@ -43,3 +44,32 @@ async def register_user(body: NewUser, pool: Pool, broker: Broker) -> dict:
     await publish(broker, CliUserRegistered(user_id=body.user_id, user_name=body.user_name,
                                             cli_id_sha256=cli_id_hash(cli_id), web_auth_id_sha256=web_digest))
     return {"status": "ok", "user_id": body.user_id, "user_name": body.user_name, "cli_id": cli_id}
+
+
+class WebId(BaseModel):
+    user_name: str = ""
+    web_auth_id: str | None = None  # default: a fresh random id
+
+
+# A web id is a bearer credential like a CLI id: one an operator or website chooses must not be guessable.
+MIN_WEB_ID_CHARS = 16
+
+
+@router.put("/users/{user_id}/web-auth-id")
+async def set_web_auth_id(user_id: str, body: WebId, pool: Pool, broker: Broker) -> dict:
+    """Give a user the web id (`X-Web-Auth-Id`) a website submits with on their behalf, as kernelboard does when
+    someone signs in (docs/operations.md): a new user is created, a known one keeps their name and CLI id, and the
+    new id replaces their old one. It is answered once, in clear; only its digest is kept."""
+    if not body.user_name:
+        raise HTTPException(400, "user_name is required")
+    if any("\x00" in (value or "") for value in (user_id, body.user_name, body.web_auth_id)):
+        raise HTTPException(400, "Invalid request: a field contains a NUL character")
+    web_id = body.web_auth_id or secrets.token_urlsafe(24)
+    if len(web_id) < MIN_WEB_ID_CHARS:
+        raise HTTPException(400, f"web_auth_id must be at least {MIN_WEB_ID_CHARS} characters")
+    owner = await repository.user_by_web(pool, web_id)
+    if owner is not None and owner["user_id"] != user_id:
+        raise HTTPException(400, "web_auth_id already in use")
+    await publish(broker, WebAuthIdSet(user_id=user_id, user_name=body.user_name,
+                                       web_auth_id_sha256=cli_id_hash(web_id)))
+    return {"status": "ok", "user_id": user_id, "user_name": body.user_name, "web_auth_id": web_id}

@@ -6,7 +6,7 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
-from services.core import ranking_repository, views
+from services.core import board_rankings, ranking_repository, views
 from services.core import read_model as repository
 from services.core.noise import ranking_noise
 from services.gateway import boards
@@ -73,6 +73,22 @@ async def submission_count(request: Request, leaderboard: str, gpu: str, pool: P
         return _json({"count": await repository.submission_count(pool, board["id"], gpu, user_id)})
 
     return await json_response(request, cache, board, gpu, ("count", user_id), render)
+
+
+@router.get("/leaderboard/{leaderboard_id}/rankings")
+async def rankings_by_id(leaderboard_id: int, pool: Pool, user: OptionalUser) -> dict:
+    """A board's metadata and its ranking on every GPU, with each user's submission count: the shape kernelboard's
+    leaderboard page reads (upstream KernelBot's rankings route). The ranking is the one /submissions serves."""
+    board = await board_rankings.board_by_id(pool, leaderboard_id)
+    if board is None:
+        raise HTTPException(404, f"Leaderboard {leaderboard_id} not found")
+    await boards.readable(pool, board["name"], user)
+    counts = await board_rankings.submission_counts(pool, leaderboard_id)
+    rankings = {}
+    for gpu in sorted(board["gpus"]):
+        rows = await repository.ranking(pool, leaderboard_id, gpu, None, 0)
+        rankings[gpu] = [views.board_rankings_entry(row, counts.get((str(row["user_id"]), gpu), 0)) for row in rows]
+    return {"rankings": rankings, "leaderboard": views.board_rankings_board(board)}
 
 
 @router.get("/runner_queue/{gpu}")
