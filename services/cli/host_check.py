@@ -2,7 +2,8 @@
 onboarding guide promises (docs/vendors.md). One line per check, `OK` or `FAIL`, exit status 1 on any failure.
 
 Per agent (one per /etc/buildkite-agent/agent-N/buildkite-agent.cfg): its queue tag, its unit (GPU variable, slice,
-config), whether it runs, the slice's cgroup limits in force against the ones its unit file asks for, and how many
+config; for an `amd-` queue HIP_ and ROCR_VISIBLE_DEVICES and the render node amd-smi and sysfs give its GPU),
+whether it runs, the slice's cgroup limits in force against the ones its unit file asks for, and how many
 GPUs a runner container started the way the pipeline starts it actually sees. Once for the host: the runner image.
 The checks read files below `--root` (default /) and ask `systemctl` and `docker` from PATH.
 
@@ -24,10 +25,13 @@ from typing import Annotated
 
 import typer
 
+from runner import rocm_devices
+
 QUEUE = re.compile(r"[a-z0-9]+-[a-z0-9]+-[0-9]+")
 UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 CPU_PERIOD_US = 100_000  # systemd's default CPUQuotaPeriodSec
 RUNNER_IMAGE = "kernelbot-runner:latest"
+ROCM_RUNNER_IMAGE = "kernelbot-runner-rocm:latest"  # what deploy/buildkite/run-job.sh starts on AMD agents
 
 Runner = Callable[[list[str]], tuple[int, str]]
 Level = tuple[str, str]  # runner.sandbox.sandbox_level(): ("full" | "limits-only", reason)
@@ -104,7 +108,33 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Check]:
+def _gpu_check(subject: str, index: str, run: Runner, image: str) -> Check:
+    status, output = run(["docker", "run", "--rm", "--gpus", f"device={index}", "--network", "none",
+                          "--entrypoint", "nvidia-smi", image, "-L"])
+    seen = [line for line in output.splitlines() if line.startswith("GPU ")]
+    gpu_ok = status == 0 and len(seen) == 1
+    detail = f"a runner container sees {len(seen)} GPU(s)" + (f": {seen[0]}" if len(seen) == 1 else "")
+    return Check(gpu_ok, subject, "gpu", detail if status == 0 else f"docker run failed: {output.strip()}")
+
+
+def _amd_gpu_check(subject: str, render: str | None, run: Runner, image: str) -> Check:
+    """A container given /dev/kfd and the agent's render node, as run-job.sh starts it, must list one GPU."""
+    if render is None:
+        return Check(False, subject, "gpu", "amd-smi (or rocm-smi) and sysfs give this GPU no render node")
+    status, output = run(["docker", "run", "--rm", "--device", "/dev/kfd", "--device", render, "--network", "none",
+                          "--entrypoint", "amd-smi", image, "list", "--json"])
+    try:
+        seen = [gpu for gpu in json.loads(output) if isinstance(gpu, dict)] if status == 0 else []
+    except ValueError:
+        seen = []
+    detail = f"a runner container given {render} sees {len(seen)} GPU(s)" + (
+        f": {seen[0].get('bdf')}" if len(seen) == 1 else "")
+    return Check(status == 0 and len(seen) == 1, subject, "gpu",
+                 detail if status == 0 else f"docker run failed: {output.strip()}")
+
+
+def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str,
+                 rocm_image: str = ROCM_RUNNER_IMAGE) -> list[Check]:
     index = cfg_path.parent.name.removeprefix("agent-")
     subject = f"gpu{index}"
     checks: list[Check] = []
@@ -120,15 +150,19 @@ def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Ch
     unit = parse_unit(unit_text or "")
     slice_name = (unit.get("Slice") or [""])[-1]
     env = dict(item.split("=", 1) for item in unit.get("Environment", []) if "=" in item)
+    amd = queue.startswith("amd-")
+    render = rocm_devices.render_node_of(int(index), root)[0] if amd and index.isdigit() else None
+    wanted = {"HIP_VISIBLE_DEVICES": index, "ROCR_VISIBLE_DEVICES": index, "KERNELBOT_RENDER_NODE": render} \
+        if amd else {"CUDA_VISIBLE_DEVICES": index}
     unit_problems = [problem for problem, bad in (
         ("no unit file", unit_text is None),
-        (f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')} (expected {index})",
-         env.get("CUDA_VISIBLE_DEVICES") != index),
+        *((f"{name}={env.get(name)} (expected {value or 'the render node amd-smi and sysfs give this GPU'})",
+           value is None or env.get(name) != value) for name, value in wanted.items()),
         (f"Slice={slice_name or '(none)'} (expected buildkite-gpu{index}.slice)",
          slice_name != f"buildkite-gpu{index}.slice"),
     ) if bad]
     checks.append(Check(not unit_problems, subject, "unit", "; ".join(unit_problems) or
-                        f"{unit_name}: CUDA_VISIBLE_DEVICES={index}, {slice_name}"))
+                        f"{unit_name}: {', '.join(f'{k}={v}' for k, v in wanted.items())}, {slice_name}"))
 
     status, output = run(["systemctl", "is-active", unit_name])
     checks.append(Check(status == 0, subject, "running", f"{unit_name} is {output.strip() or 'unknown'}"))
@@ -148,12 +182,7 @@ def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Ch
             checks.append(Check(ok, subject, name, f"{actual.strip()}" + ("" if ok else f" (expected {expected} "
                                                                                  f"from {key}={wanted})")))
 
-    status, output = run(["docker", "run", "--rm", "--gpus", f"device={index}", "--network", "none",
-                          "--entrypoint", "nvidia-smi", image, "-L"])
-    seen = [line for line in output.splitlines() if line.startswith("GPU ")]
-    gpu_ok = status == 0 and len(seen) == 1
-    detail = f"a runner container sees {len(seen)} GPU(s)" + (f": {seen[0]}" if len(seen) == 1 else "")
-    checks.append(Check(gpu_ok, subject, "gpu", detail if status == 0 else f"docker run failed: {output.strip()}"))
+    checks.append(_amd_gpu_check(subject, render, run, rocm_image) if amd else _gpu_check(subject, index, run, image))
     return checks
 
 
@@ -179,7 +208,7 @@ def isolation_line(level: Level) -> str:
     return f"INFO {'host':<6} {'isolation':<10} {name}: {reason}{note}"
 
 
-def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Check]:
+def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE, rocm_image: str = ROCM_RUNNER_IMAGE) -> list[Check]:
     checks = [identity_check(root)]
     # Jobs join their agent's slice by `docker run --cgroup-parent buildkite-gpuN.slice`, a slice name only the
     # systemd driver understands (with cgroupfs it would be a path outside the slice, unlimited).
@@ -188,16 +217,18 @@ def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Chec
     checks.append(Check(status == 0 and driver == "systemd", "host", "cgroups",
                         f"docker's cgroup driver is {driver or 'unknown'}" +
                         ("" if driver == "systemd" else " (expected systemd: jobs would escape their slice's limits)")))
-    status, output = run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
-    checks.append(Check(status == 0, "host", "image", f"{image} {output.strip()}" if status == 0 else
-                        f"{image} is missing: run scripts/buildkite/update-image.sh"))
     cfgs = sorted((root / "etc" / "buildkite-agent").glob("agent-*/buildkite-agent.cfg"),
                   key=lambda p: int(p.parent.name.removeprefix("agent-")) if p.parent.name[6:].isdigit() else 0)
+    amd = sum("queue=amd-" in (_read(cfg) or "") for cfg in cfgs)
+    for needed in [image] * (len(cfgs) - amd > 0 or not cfgs) + [rocm_image] * (amd > 0):
+        status, output = run(["docker", "image", "inspect", "--format", "{{.Id}}", needed])
+        checks.append(Check(status == 0, "host", "image", f"{needed} {output.strip()}" if status == 0 else
+                            f"{needed} is missing: run scripts/buildkite/update-image.sh"))
     if not cfgs:
         checks.append(Check(False, "host", "agents", "no /etc/buildkite-agent/agent-N/buildkite-agent.cfg: run "
                                                       "scripts/buildkite/setup-agent.sh for each GPU"))
     for cfg in cfgs:
-        checks.extend(agent_checks(root, cfg, run, image))
+        checks.extend(agent_checks(root, cfg, run, image, rocm_image))
     return checks
 
 
@@ -213,7 +244,8 @@ def host_check(
     root: Annotated[Path, typer.Option(envvar="KERNELBOT_ROOT",
                                        help="Read the host's files below this directory (tests, a mounted image)")]
     = Path("/"),
-    image: Annotated[str, typer.Option(help="The runner image the agents run")] = RUNNER_IMAGE,
+    image: Annotated[str, typer.Option(help="The runner image NVIDIA agents run")] = RUNNER_IMAGE,
+    rocm_image: Annotated[str, typer.Option(help="The runner image AMD agents run")] = ROCM_RUNNER_IMAGE,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of lines")] = False,
 ) -> None:
     """Check this GPU host's Buildkite agents: queue tag, unit, running, slice limits, one GPU each, the image, and
@@ -221,7 +253,7 @@ def host_check(
     from runner.sandbox import sandbox_level
 
     level = sandbox_level()
-    checks = host_checks(root, run_command, image)
+    checks = host_checks(root, run_command, image, rocm_image)
     failed = sum(not check.ok for check in checks)
     if as_json:
         typer.echo(json.dumps({"isolation": {"level": level[0], "reason": level[1]}, "passed": not failed,
