@@ -24,14 +24,14 @@ while IFS= read -r name; do
 done < <(compgen -e)
 
 # Fixed, not read from the environment: a build's env must not choose what runs with a GPU on a vendor's host.
+# update-image.sh tags the image of this node's family (NVIDIA or AMD) under this one local name.
+IMAGE="kernelbot-runner:latest"
 # The agent's unit names its GPU: CUDA_VISIBLE_DEVICES on NVIDIA hosts, HIP_/ROCR_VISIBLE_DEVICES on AMD ones.
 if [ -n "${HIP_VISIBLE_DEVICES:-}${ROCR_VISIBLE_DEVICES:-}" ]; then
   VENDOR=amd
-  IMAGE="kernelbot-runner-rocm:latest"
   GPU="${ROCR_VISIBLE_DEVICES:-$HIP_VISIBLE_DEVICES}"
 else
   VENDOR=nvidia
-  IMAGE="kernelbot-runner:latest"
   GPU="${CUDA_VISIBLE_DEVICES:?this agent has no CUDA_VISIBLE_DEVICES: set it up with scripts/buildkite/setup-agent.sh}"
 fi
 [[ "$GPU" =~ ^[0-9]+$ ]] || { echo "the agent's visible-devices variable must name one GPU index, got '$GPU'" >&2; exit 2; }

@@ -30,8 +30,7 @@ from runner import rocm_devices
 QUEUE = re.compile(r"[a-z0-9]+-[a-z0-9]+-[0-9]+")
 UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 CPU_PERIOD_US = 100_000  # systemd's default CPUQuotaPeriodSec
-RUNNER_IMAGE = "kernelbot-runner:latest"
-ROCM_RUNNER_IMAGE = "kernelbot-runner-rocm:latest"  # what deploy/buildkite/run-job.sh starts on AMD agents
+RUNNER_IMAGE = "kernelbot-runner:latest"  # the local tag update-image.sh gives the image of the node's family
 
 Runner = Callable[[list[str]], tuple[int, str]]
 Level = tuple[str, str]  # runner.sandbox.sandbox_level(): ("full" | "limits-only", reason)
@@ -133,8 +132,7 @@ def _amd_gpu_check(subject: str, render: str | None, run: Runner, image: str) ->
                  detail if status == 0 else f"docker run failed: {output.strip()}")
 
 
-def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str,
-                 rocm_image: str = ROCM_RUNNER_IMAGE) -> list[Check]:
+def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Check]:
     index = cfg_path.parent.name.removeprefix("agent-")
     subject = f"gpu{index}"
     checks: list[Check] = []
@@ -182,7 +180,7 @@ def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str,
             checks.append(Check(ok, subject, name, f"{actual.strip()}" + ("" if ok else f" (expected {expected} "
                                                                                  f"from {key}={wanted})")))
 
-    checks.append(_amd_gpu_check(subject, render, run, rocm_image) if amd else _gpu_check(subject, index, run, image))
+    checks.append(_amd_gpu_check(subject, render, run, image) if amd else _gpu_check(subject, index, run, image))
     return checks
 
 
@@ -208,7 +206,7 @@ def isolation_line(level: Level) -> str:
     return f"INFO {'host':<6} {'isolation':<10} {name}: {reason}{note}"
 
 
-def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE, rocm_image: str = ROCM_RUNNER_IMAGE) -> list[Check]:
+def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE) -> list[Check]:
     checks = [identity_check(root)]
     # Jobs join their agent's slice by `docker run --cgroup-parent buildkite-gpuN.slice`, a slice name only the
     # systemd driver understands (with cgroupfs it would be a path outside the slice, unlimited).
@@ -217,18 +215,16 @@ def host_checks(root: Path, run: Runner, image: str = RUNNER_IMAGE, rocm_image: 
     checks.append(Check(status == 0 and driver == "systemd", "host", "cgroups",
                         f"docker's cgroup driver is {driver or 'unknown'}" +
                         ("" if driver == "systemd" else " (expected systemd: jobs would escape their slice's limits)")))
+    status, output = run(["docker", "image", "inspect", "--format", "{{.Id}}", image])
+    checks.append(Check(status == 0, "host", "image", f"{image} {output.strip()}" if status == 0 else
+                        f"{image} is missing: run scripts/buildkite/update-image.sh"))
     cfgs = sorted((root / "etc" / "buildkite-agent").glob("agent-*/buildkite-agent.cfg"),
                   key=lambda p: int(p.parent.name.removeprefix("agent-")) if p.parent.name[6:].isdigit() else 0)
-    amd = sum("queue=amd-" in (_read(cfg) or "") for cfg in cfgs)
-    for needed in [image] * (len(cfgs) - amd > 0 or not cfgs) + [rocm_image] * (amd > 0):
-        status, output = run(["docker", "image", "inspect", "--format", "{{.Id}}", needed])
-        checks.append(Check(status == 0, "host", "image", f"{needed} {output.strip()}" if status == 0 else
-                            f"{needed} is missing: run scripts/buildkite/update-image.sh"))
     if not cfgs:
         checks.append(Check(False, "host", "agents", "no /etc/buildkite-agent/agent-N/buildkite-agent.cfg: run "
                                                       "scripts/buildkite/setup-agent.sh for each GPU"))
     for cfg in cfgs:
-        checks.extend(agent_checks(root, cfg, run, image, rocm_image))
+        checks.extend(agent_checks(root, cfg, run, image))
     return checks
 
 
@@ -244,8 +240,7 @@ def host_check(
     root: Annotated[Path, typer.Option(envvar="KERNELBOT_ROOT",
                                        help="Read the host's files below this directory (tests, a mounted image)")]
     = Path("/"),
-    image: Annotated[str, typer.Option(help="The runner image NVIDIA agents run")] = RUNNER_IMAGE,
-    rocm_image: Annotated[str, typer.Option(help="The runner image AMD agents run")] = ROCM_RUNNER_IMAGE,
+    image: Annotated[str, typer.Option(help="The runner image the agents run")] = RUNNER_IMAGE,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of lines")] = False,
 ) -> None:
     """Check this GPU host's Buildkite agents: queue tag, unit, running, slice limits, one GPU each, the image, and
@@ -253,7 +248,7 @@ def host_check(
     from runner.sandbox import sandbox_level
 
     level = sandbox_level()
-    checks = host_checks(root, run_command, image, rocm_image)
+    checks = host_checks(root, run_command, image)
     failed = sum(not check.ok for check in checks)
     if as_json:
         typer.echo(json.dumps({"isolation": {"level": level[0], "reason": level[1]}, "passed": not failed,
