@@ -128,3 +128,14 @@ def test_an_amd_job_without_its_render_node_is_refused_before_any_container(host
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode != 0 and "no KERNELBOT_RENDER_NODE" in done.stderr
     assert host.argvs("docker") == []
+
+
+def test_the_all_gpus_script_counts_the_amd_gpus_amd_smi_lists(tmp_path):
+    host = FakeHost(tmp_path)
+    host.write_token("bkat_x")
+    host.amd_gpus(3, tools=("amd-smi",))
+    done = subprocess.run([str(REPO / "deploy" / "buildkite" / "setup-agents.sh"), "--vendor", "amd", "--gpu", "mi300",
+                           "--root", str(host.root)], env=host.env(), capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "amd-MI300: {backend: buildkite, queues: [amd-mi300-0, amd-mi300-1, amd-mi300-2]}" in done.stdout
+    assert "KERNELBOT_RENDER_NODE=/dev/dri/renderD132" in unit(host, 2)
