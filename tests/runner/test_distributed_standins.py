@@ -1,7 +1,9 @@
 """Multi-GPU problems shaped like reference-kernels' amd_distributed (ag-gemm, all2all, gemm-rs) through the runner,
 in its sandbox, on this CPU host: their harness sizes a pool of rank processes by POPCORN_GPUS and hands each case
 one task per rank, so the runner must give a CPU host as many as the widest case (the ranks talk over gloo), and a
-GPU host all its GPUs, refusing a case wider than the host. The stand-ins are tests/fixtures/distributed/."""
+GPU host all its GPUs, refusing a case wider than the host. A harness forked from the warm runner spawns its rank
+processes as a cold one does (they re-import eval.py from the run directory). The stand-ins are
+tests/fixtures/distributed/."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from runner.payload import build_payload
 from runner.sandbox import SandboxPolicy
 from runner.taskfile import load_problem
 from schemas.contracts import SystemInfo
+from tests.support.warm import warm_runner
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "fixtures" / "distributed" / "problems" / "amd_distributed"
 NO_GATHER = '''
@@ -26,16 +29,18 @@ def custom_kernel(data):
     return rows @ weight.T + bias  # this rank's rows only: the all-gather is missing
 '''
 
-def run(problem: str, mode: str, code: str | None = None, seed: int | None = None):
+def run(problem: str, mode: str, code: str | None = None, seed: int | None = None, warm=None):
     loaded = load_problem(PROBLEMS / problem)
     source = code if code is not None else (PROBLEMS / problem / "submission.py").read_text()
     payload = build_payload(loaded.task, source, run_id=f"{problem}-{mode}", gpu="cpu", mode=mode,
                             secret=seed is not None, seed=seed)
-    return execute(payload, sandbox=SandboxPolicy())
+    return execute(payload, sandbox=SandboxPolicy(), warm=warm)
 
 
 @pytest.fixture(scope="module")
 def results():
+    with warm_runner() as (launcher, _):
+        warm = run("gemm-rs", "test", warm=launcher)  # as the local backend runs it: forked from a warm runner
     plan = {
         "ag-gemm test": ("ag-gemm", "test", None, None),
         "gemm-rs test": ("gemm-rs", "test", None, None),
@@ -44,10 +49,11 @@ def results():
         "ag-gemm no gather": ("ag-gemm", "test", NO_GATHER, None),
     }
     with ThreadPoolExecutor(max_workers=2) as pool:
-        return dict(zip(plan, pool.map(lambda args: run(*args), plan.values()), strict=True))
+        return {"gemm-rs warm": warm, **dict(zip(plan, pool.map(lambda args: run(*args), plan.values()),
+                                                  strict=True))}
 
 
-@pytest.mark.parametrize("name", ["ag-gemm test", "gemm-rs test", "all2all test"])
+@pytest.mark.parametrize("name", ["ag-gemm test", "gemm-rs test", "all2all test", "gemm-rs warm"])
 def test_every_rank_of_every_case_runs_and_passes(results, name):
     result = results[name]
     stage = result.runs["test"].run
