@@ -103,11 +103,11 @@ def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
     plans = plan_stages(payload)
     env = box.environment(scrubbed_environment())
     start = _now()
+    stage_env = _stage_environment(env, payload, system)  # first: it refuses cases wider than the host
     program, compilation = _prepare(payload, starter, env, (harness or {}).get("supervisor"))
     if program is None:  # compilation failed: the chain stops before its first stage
         return {plans[0].key: EvalResult(start=start, end=_now(), compilation=compilation, run=None,
                                          harness=harness or {})}
-    stage_env = _stage_environment(env, payload, system)
     # Profile mode keeps a process per stage: its stages are one per benchmark (up to 18), and the chain forks a
     # worker per stage up front.
     if chain and len(plans) > 1 and payload.mode != "profile":
@@ -164,13 +164,32 @@ def _prepare(payload: RunPayload, starter: Starter, env: dict[str, str],
     return (program if compilation.success else None), compilation
 
 
+def widest_case(payload: RunPayload) -> int:
+    """The most ranks any case of the payload asks for (`world_size`; 1 without one)."""
+    return max((int(size) for case in [*payload.tests, *payload.benchmarks]
+                if isinstance(size := case.get("world_size", 1), int)), default=1)
+
+
+def popcorn_gpus(payload: RunPayload, system: SystemInfo) -> int:
+    """POPCORN_GPUS, the ranks a multi-GPU harness may start at once (upstream's eval.py sizes its process pool
+    by it): every GPU of a GPU host, which must cover the widest case (NCCL or RCCL put one rank per GPU); on a
+    CPU host, where the ranks talk over gloo, as many as the widest case needs."""
+    needed = widest_case(payload)
+    if system.device_count == 0:
+        return needed
+    if needed > system.device_count:
+        raise ValueError(f"the problem's cases need {needed} GPUs (world_size) and this host has "
+                         f"{system.device_count}; run it on a GPU with as many (MI300x8, L4x4, ...)")
+    return system.device_count
+
+
 def _stage_environment(env: dict[str, str], payload: RunPayload, system: SystemInfo) -> dict[str, str]:
     """The harness environment: POPCORN_SEED only when the payload has a seed, POPCORN_GPUS only for multi-GPU."""
     stage_env = dict(env)
     if payload.seed is not None:
         stage_env["POPCORN_SEED"] = str(payload.seed)
     if payload.multi_gpu:
-        stage_env["POPCORN_GPUS"] = str(max(system.device_count, 1))
+        stage_env["POPCORN_GPUS"] = str(popcorn_gpus(payload, system))
     return stage_env
 
 

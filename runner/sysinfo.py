@@ -1,6 +1,7 @@
 """System information for the result (docs/authoring.md), gathered without importing torch in the runner process:
-torch's version comes from its installed distribution metadata, GPUs from nvidia-smi / rocm-smi, and the hardware
-fingerprint (§5.5) from NVML (runner.nvml) and the host's cpufreq files."""
+torch's version comes from its installed distribution metadata, GPUs from nvidia-smi, else amd-smi / rocm-smi
+(runner.rocm_devices), and the hardware fingerprint from NVML (runner.nvml), amd-smi or rocm-smi, and the host's
+cpufreq files."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from runner import nvml
+from runner import nvml, rocm_devices
 from schemas.contracts import CpuFingerprint, Fingerprint, GpuFingerprint, SystemInfo
 
 SMI_TIMEOUT_SECONDS = 20
@@ -40,7 +41,7 @@ def collect_system_info() -> SystemInfo:
 
 
 def hardware_fingerprint(runtime: str, gpu_names: list[str], cpufreq: Path = CPUFREQ) -> Fingerprint:
-    """GPUs from NVML where it answers; ROCm GPUs by name and ROCm version; always the CPU."""
+    """GPUs from NVML where it answers; ROCm GPUs from amd-smi or rocm-smi, with the ROCm version; always the CPU."""
     cpu = cpu_fingerprint(cpufreq)
     if runtime != "ROCm":
         gpus = nvml.gpu_fingerprints()
@@ -48,6 +49,11 @@ def hardware_fingerprint(runtime: str, gpu_names: list[str], cpufreq: Path = CPU
             return Fingerprint(source="nvml", gpus=gpus, cpu=cpu)
     if runtime == "ROCm":
         version = _read(ROCM_VERSION_FILE)
+        amd = rocm_devices.amd_gpus()
+        if amd:
+            return Fingerprint(source=amd[0].source, cpu=cpu, gpus=[GpuFingerprint(
+                index=gpu.index, name=gpu.name, uuid=gpu.uuid, driver=gpu.driver, runtime_version=version,
+                memory_mib=gpu.memory_mib) for gpu in amd])
         return Fingerprint(source="rocm-smi", cpu=cpu, gpus=[
             GpuFingerprint(index=i, name=name, runtime_version=version) for i, name in enumerate(gpu_names)])
     if gpu_names:
@@ -146,15 +152,13 @@ def cpu_model(cpuinfo_path: str = "/proc/cpuinfo") -> str:
 
 
 def _query_gpus() -> tuple[list[str], str]:
-    """(GPU names, runtime) from nvidia-smi, else rocm-smi, else ([], "CPU")."""
+    """(GPU names, runtime) from nvidia-smi, else amd-smi or rocm-smi, else ([], "CPU")."""
     names = _smi_lines(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"])
     if names:
         return names, "CUDA"
-    rocm = _smi_lines(["rocm-smi", "--showproductname", "--csv"])
-    # rocm-smi's CSV: a header line, then `card0,<series>,...` per device.
-    devices = [line.split(",")[1] for line in rocm[1:] if line.startswith("card") and "," in line]
-    if devices:
-        return devices, "ROCm"
+    amd = rocm_devices.amd_gpus()  # amd-smi, else rocm-smi
+    if amd:
+        return [gpu.name for gpu in amd], "ROCm"
     return [], "CPU"
 
 

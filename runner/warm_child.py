@@ -92,6 +92,10 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     sys.path[:] = [directory, *base_path]
     sys.path_importer_cache.clear()
     _forget_shadowed_modules(directory)
+    # multiprocessing resolves a relative __main__ path (a spawned worker re-imports it) against the directory its
+    # process started in: here the fork server's, where a cold process would have started in the run directory.
+    if "multiprocessing.process" in sys.modules:
+        sys.modules["multiprocessing.process"].ORIGINAL_DIR = os.getcwd()
     code = 0
     try:
         runpy.run_path(script, run_name="__main__")

@@ -132,7 +132,7 @@ class CpuFingerprint(_Frozen):
 
 
 class Fingerprint(_Frozen):
-    """The hardware a result was measured on; `source` says who answered (nvml, nvidia-smi, rocm-smi, none)."""
+    """The hardware a result was measured on; `source` says who answered (nvml, nvidia-smi, amd-smi, rocm-smi, none)."""
 
     source: str = ""
     gpus: list[GpuFingerprint] = []

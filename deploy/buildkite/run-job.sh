@@ -24,14 +24,27 @@ while IFS= read -r name; do
 done < <(compgen -e)
 
 # Fixed, not read from the environment: a build's env must not choose what runs with a GPU on a vendor's host.
+# update-image.sh tags the image of this node's family (NVIDIA or AMD) under this one local name.
 IMAGE="kernelbot-runner:latest"
-if [ -n "${HIP_VISIBLE_DEVICES:-}" ]; then
-  # An AMD GPU reaches a container through its /dev/dri render node, not --gpus; not written yet.
-  echo "this job script starts NVIDIA containers only; AMD agents (HIP_VISIBLE_DEVICES) are not supported yet" >&2
-  exit 2
+# The agent's unit names its GPU: CUDA_VISIBLE_DEVICES on NVIDIA hosts, HIP_/ROCR_VISIBLE_DEVICES on AMD ones.
+if [ -n "${HIP_VISIBLE_DEVICES:-}${ROCR_VISIBLE_DEVICES:-}" ]; then
+  VENDOR=amd
+  GPU="${ROCR_VISIBLE_DEVICES:-$HIP_VISIBLE_DEVICES}"
+else
+  VENDOR=nvidia
+  GPU="${CUDA_VISIBLE_DEVICES:?this agent has no CUDA_VISIBLE_DEVICES: set it up with scripts/buildkite/setup-agent.sh}"
 fi
-GPU="${CUDA_VISIBLE_DEVICES:?this agent has no CUDA_VISIBLE_DEVICES: set it up with scripts/buildkite/setup-agent.sh}"
-[[ "$GPU" =~ ^[0-9]+$ ]] || { echo "CUDA_VISIBLE_DEVICES must name one GPU index, got '$GPU'" >&2; exit 2; }
+[[ "$GPU" =~ ^[0-9]+$ ]] || { echo "the agent's visible-devices variable must name one GPU index, got '$GPU'" >&2; exit 2; }
+if [ "$VENDOR" = amd ]; then
+  # An AMD GPU reaches a container as /dev/kfd (shared) plus its own render node: ROCm inside opens only the GPUs
+  # whose render node it can open, so the container sees exactly this agent's GPU, as device 0.
+  # The render node of this agent's GPU, fixed in its unit by setup-agent.sh (amd-smi's PCI address, then sysfs).
+  RENDER="${KERNELBOT_RENDER_NODE:?this AMD agent has no KERNELBOT_RENDER_NODE: set it up again with scripts/buildkite/setup-agent.sh}"
+  [[ "$RENDER" =~ ^/dev/dri/renderD[0-9]+$ ]] || { echo "KERNELBOT_RENDER_NODE must be /dev/dri/renderD<N>, got '$RENDER'" >&2; exit 2; }
+  DEVICES=(--device /dev/kfd --device "$RENDER" --group-add video)
+else
+  DEVICES=(--gpus "device=$GPU")
+fi
 PAYLOAD="${SUBMISSION_PAYLOAD:?no SUBMISSION_PAYLOAD in the build environment}"
 unset SUBMISSION_PAYLOAD
 
@@ -47,7 +60,7 @@ unset PAYLOAD
 status=0
 # dockerd, not this agent, creates the container: --cgroup-parent puts it in the agent's slice, so the slice's memory
 # and CPU limits bound the run (without it the container would sit under docker's own cgroup, unlimited).
-docker run --rm --gpus "device=$GPU" --network none --cap-add SYS_ADMIN --security-opt=apparmor=unconfined \
+docker run --rm "${DEVICES[@]}" --network none --cap-add SYS_ADMIN --security-opt=apparmor=unconfined \
   --cgroup-parent "buildkite-gpu$GPU.slice" --label "kernelbot.gpu-index=$GPU" --volume "$WORK:/work" \
   "$IMAGE" --payload-file /work/payload.txt --result /work/result.json || status=$?
 # The runner wrote as the container's root: hand the directory back to this agent's user to read and remove.

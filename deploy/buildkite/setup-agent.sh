@@ -7,7 +7,8 @@
 # Reads the agent token from /etc/buildkite-agent/token (one line `BUILDKITE_AGENT_TOKEN=...`, mode 0600), so it
 # never appears on a command line or in the shell history. For GPU index N it writes
 #   /etc/systemd/system/buildkite-gpuN.slice                 MemoryMax=<memory>, CPUQuota=<cpus>x100%, AllowedCPUs
-#   /etc/systemd/system/buildkite-agent-gpuN.service         CUDA_VISIBLE_DEVICES=N, in that slice
+#   /etc/systemd/system/buildkite-agent-gpuN.service         CUDA_VISIBLE_DEVICES=N (AMD: HIP_ and ROCR_VISIBLE_DEVICES=N),
+#                                                            in that slice
 #   /etc/buildkite-agent/agent-N/buildkite-agent.cfg         the token, tag queue=<queue>, its own build path
 # then reloads systemd and enables and starts buildkite-agent-gpuN.
 #
@@ -40,12 +41,25 @@ ROOT="${ROOT%/}"
 [[ "$MEMORY" =~ ^[1-9][0-9]*[KMGT]?$ ]] || fail "memory must be a size such as 32G or 65536M, got '$MEMORY'"
 [[ "$CPUS" =~ ^[1-9][0-9]*$ ]] || fail "cpus must be a whole number of cores such as 16, got '$CPUS'"
 VENDOR="${QUEUE%%-*}"
-VISIBLE_VAR=CUDA_VISIBLE_DEVICES
-[ "$VENDOR" = amd ] && VISIBLE_VAR=HIP_VISIBLE_DEVICES
+# The agent's GPU, in the variables its vendor's runtime reads: CUDA for NVIDIA; HIP and ROCr for AMD (ROCr's
+# is the one below HIP, so a job that bypasses HIP sees the same single GPU). run-job.sh picks the vendor's devices
+# and image from them.
+if [ "$VENDOR" = amd ]; then VISIBLE_ENV="Environment=HIP_VISIBLE_DEVICES=${INDEX}
+Environment=ROCR_VISIBLE_DEVICES=${INDEX}"
+else VISIBLE_ENV="Environment=CUDA_VISIBLE_DEVICES=${INDEX}"; fi
 
-if [ -z "$ROOT" ] && [ "$VISIBLE_VAR" = CUDA_VISIBLE_DEVICES ] && command -v nvidia-smi > /dev/null; then
+if [ -z "$ROOT" ] && [ "$VENDOR" != amd ] && command -v nvidia-smi > /dev/null; then
   GPUS="$(nvidia-smi --list-gpus | grep -c '^GPU ' || true)"
   [ "$INDEX" -lt "$GPUS" ] || fail "this node has $GPUS NVIDIA GPU(s) (nvidia-smi --list-gpus): index $INDEX is not one of them"
+fi
+if [ "$VENDOR" = amd ]; then
+  # amd-smi (or rocm-smi) must list the GPU and sysfs must give it a render node: the one device its jobs get
+  # (beside /dev/kfd), fixed here in the unit so a job never looks it up.
+  RENDER="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." \
+            && python3 -m runner.rocm_devices render-node "$INDEX" --root "${ROOT:-/}")" \
+    || fail "GPU index $INDEX: no AMD GPU with a render node at that index (see the line above)"
+  VISIBLE_ENV="${VISIBLE_ENV}
+Environment=KERNELBOT_RENDER_NODE=${RENDER}"
 fi
 
 TOKEN_FILE="$ROOT/etc/buildkite-agent/token"
@@ -91,8 +105,7 @@ Wants=network-online.target
 Type=simple
 User=buildkite-agent
 Slice=${SLICE}
-Environment=${VISIBLE_VAR}=${INDEX}
-Environment=CUDA_VISIBLE_DEVICES=${INDEX}
+${VISIBLE_ENV}
 Environment=KERNELBOT_GPU_INDEX=${INDEX}
 # Optional runner identity (KB_NATS_URL with the user runner-<name>, KB_RUNNER_NAME=<name>), mode 0600.
 EnvironmentFile=-/etc/buildkite-agent/runner.env

@@ -26,8 +26,9 @@ GPU="$(echo "$GPU" | tr '[:upper:]' '[:lower:]')"
 
 if [ -z "$COUNT" ]; then
   if command -v nvidia-smi > /dev/null; then COUNT="$(nvidia-smi --list-gpus | wc -l)"
-  elif command -v rocm-smi > /dev/null; then COUNT="$(rocm-smi --showid --csv | tail -n +2 | grep -c .)"
-  else echo "no nvidia-smi or rocm-smi: pass --count" >&2; exit 2; fi
+  else COUNT="$(cd "$HERE/../.." && python3 -m runner.rocm_devices count)"  # amd-smi, else rocm-smi
+  fi
+  [ "${COUNT:-0}" -gt 0 ] || { echo "no GPU found by nvidia-smi, amd-smi or rocm-smi: pass --count" >&2; exit 2; }
 fi
 
 QUEUES=()

@@ -2,7 +2,8 @@
 onboarding guide promises (docs/vendors.md). One line per check, `OK` or `FAIL`, exit status 1 on any failure.
 
 Per agent (one per /etc/buildkite-agent/agent-N/buildkite-agent.cfg): its queue tag, its unit (GPU variable, slice,
-config), whether it runs, the slice's cgroup limits in force against the ones its unit file asks for, and how many
+config; for an `amd-` queue HIP_ and ROCR_VISIBLE_DEVICES and the render node amd-smi and sysfs give its GPU),
+whether it runs, the slice's cgroup limits in force against the ones its unit file asks for, and how many
 GPUs a runner container started the way the pipeline starts it actually sees. Once for the host: the runner image.
 The checks read files below `--root` (default /) and ask `systemctl` and `docker` from PATH.
 
@@ -24,10 +25,12 @@ from typing import Annotated
 
 import typer
 
+from runner import rocm_devices
+
 QUEUE = re.compile(r"[a-z0-9]+-[a-z0-9]+-[0-9]+")
 UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
 CPU_PERIOD_US = 100_000  # systemd's default CPUQuotaPeriodSec
-RUNNER_IMAGE = "kernelbot-runner:latest"
+RUNNER_IMAGE = "kernelbot-runner:latest"  # the local tag update-image.sh gives the image of the node's family
 
 Runner = Callable[[list[str]], tuple[int, str]]
 Level = tuple[str, str]  # runner.sandbox.sandbox_level(): ("full" | "limits-only", reason)
@@ -104,6 +107,31 @@ def _read(path: Path) -> str | None:
         return None
 
 
+def _gpu_check(subject: str, index: str, run: Runner, image: str) -> Check:
+    status, output = run(["docker", "run", "--rm", "--gpus", f"device={index}", "--network", "none",
+                          "--entrypoint", "nvidia-smi", image, "-L"])
+    seen = [line for line in output.splitlines() if line.startswith("GPU ")]
+    gpu_ok = status == 0 and len(seen) == 1
+    detail = f"a runner container sees {len(seen)} GPU(s)" + (f": {seen[0]}" if len(seen) == 1 else "")
+    return Check(gpu_ok, subject, "gpu", detail if status == 0 else f"docker run failed: {output.strip()}")
+
+
+def _amd_gpu_check(subject: str, render: str | None, run: Runner, image: str) -> Check:
+    """A container given /dev/kfd and the agent's render node, as run-job.sh starts it, must list one GPU."""
+    if render is None:
+        return Check(False, subject, "gpu", "amd-smi (or rocm-smi) and sysfs give this GPU no render node")
+    status, output = run(["docker", "run", "--rm", "--device", "/dev/kfd", "--device", render, "--network", "none",
+                          "--entrypoint", "amd-smi", image, "list", "--json"])
+    try:
+        seen = [gpu for gpu in json.loads(output) if isinstance(gpu, dict)] if status == 0 else []
+    except ValueError:
+        seen = []
+    detail = f"a runner container given {render} sees {len(seen)} GPU(s)" + (
+        f": {seen[0].get('bdf')}" if len(seen) == 1 else "")
+    return Check(status == 0 and len(seen) == 1, subject, "gpu",
+                 detail if status == 0 else f"docker run failed: {output.strip()}")
+
+
 def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Check]:
     index = cfg_path.parent.name.removeprefix("agent-")
     subject = f"gpu{index}"
@@ -120,15 +148,19 @@ def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Ch
     unit = parse_unit(unit_text or "")
     slice_name = (unit.get("Slice") or [""])[-1]
     env = dict(item.split("=", 1) for item in unit.get("Environment", []) if "=" in item)
+    amd = queue.startswith("amd-")
+    render = rocm_devices.render_node_of(int(index), root)[0] if amd and index.isdigit() else None
+    wanted = {"HIP_VISIBLE_DEVICES": index, "ROCR_VISIBLE_DEVICES": index, "KERNELBOT_RENDER_NODE": render} \
+        if amd else {"CUDA_VISIBLE_DEVICES": index}
     unit_problems = [problem for problem, bad in (
         ("no unit file", unit_text is None),
-        (f"CUDA_VISIBLE_DEVICES={env.get('CUDA_VISIBLE_DEVICES')} (expected {index})",
-         env.get("CUDA_VISIBLE_DEVICES") != index),
+        *((f"{name}={env.get(name)} (expected {value or 'the render node amd-smi and sysfs give this GPU'})",
+           value is None or env.get(name) != value) for name, value in wanted.items()),
         (f"Slice={slice_name or '(none)'} (expected buildkite-gpu{index}.slice)",
          slice_name != f"buildkite-gpu{index}.slice"),
     ) if bad]
     checks.append(Check(not unit_problems, subject, "unit", "; ".join(unit_problems) or
-                        f"{unit_name}: CUDA_VISIBLE_DEVICES={index}, {slice_name}"))
+                        f"{unit_name}: {', '.join(f'{k}={v}' for k, v in wanted.items())}, {slice_name}"))
 
     status, output = run(["systemctl", "is-active", unit_name])
     checks.append(Check(status == 0, subject, "running", f"{unit_name} is {output.strip() or 'unknown'}"))
@@ -148,12 +180,7 @@ def agent_checks(root: Path, cfg_path: Path, run: Runner, image: str) -> list[Ch
             checks.append(Check(ok, subject, name, f"{actual.strip()}" + ("" if ok else f" (expected {expected} "
                                                                                  f"from {key}={wanted})")))
 
-    status, output = run(["docker", "run", "--rm", "--gpus", f"device={index}", "--network", "none",
-                          "--entrypoint", "nvidia-smi", image, "-L"])
-    seen = [line for line in output.splitlines() if line.startswith("GPU ")]
-    gpu_ok = status == 0 and len(seen) == 1
-    detail = f"a runner container sees {len(seen)} GPU(s)" + (f": {seen[0]}" if len(seen) == 1 else "")
-    checks.append(Check(gpu_ok, subject, "gpu", detail if status == 0 else f"docker run failed: {output.strip()}"))
+    checks.append(_amd_gpu_check(subject, render, run, image) if amd else _gpu_check(subject, index, run, image))
     return checks
 
 

@@ -35,7 +35,8 @@ async def _read(database_url: str, read):
 
 def runners(database_url: DatabaseUrl = None,
             jobs: Annotated[bool, typer.Option("--jobs/--no-jobs", help="List each running job")] = True) -> None:
-    """Each GPU: its backend, queue depth and running jobs, as the dispatchers record them."""
+    """Each GPU: its backend, queue depth and running jobs, as the dispatchers record them; then the default GPUs
+    that are inactive, with what each one lacks."""
     url = _database_url(database_url)
 
     async def read(conn):
@@ -45,11 +46,20 @@ def runners(database_url: DatabaseUrl = None,
     if not loads:
         typer.echo("No GPUs: no dispatcher has started against this database yet.")
         return
+    active = [load for load in loads if load.lacks is None]
+    typer.echo(f"active: {len(active)} GPU(s)")
     typer.echo(f"{'gpu':<16} {'backend':<10} {'target':<28} {'arch':<6} {'slots':>5} {'queued':>6} {'running':>7}")
-    for load in loads:
+    for load in active:
         backend = load.backend or "NONE"  # queued runs that no dispatcher will take
         typer.echo(f"{load.gpu[:16]:<16} {backend:<10} {load.target[:28]:<28} {load.arch or '-':<6} "
                    f"{load.slots if load.slots is not None else '-':>5} {load.queued:>6} {load.running:>7}")
+    inactive = [load for load in loads if load.lacks is not None]
+    if inactive:
+        typer.echo(f"\ninactive: {len(inactive)} GPU(s) of the default catalogue, each lacking its backend's "
+                   f"credentials")
+        for load in inactive:
+            waiting = f" ({load.queued} run(s) waiting)" if load.queued else ""
+            typer.echo(f"{load.gpu[:16]:<16} {load.backend:<10} lacks {load.lacks}{waiting}")
     if jobs and running:
         typer.echo("\nrunning jobs:")
         for job in running:
@@ -111,7 +121,7 @@ def verify_runs(
     if board_gpus is None:
         typer.echo(f"Error: no leaderboard {leaderboard!r}", err=True)
         raise typer.Exit(2)
-    backends = {load.gpu: load.backend for load in loads if load.backend}
+    backends = {load.gpu: load.backend for load in loads if load.served}
     chosen = gpu or [name for name in board_gpus if name in backends]
     if not chosen:
         typer.echo(f"Error: no GPU of {leaderboard} is served by a dispatcher", err=True)

@@ -14,7 +14,7 @@ WITH counts AS (
     SELECT gpu, count(*) FILTER (WHERE status = 'queued') AS queued,
            count(*) FILTER (WHERE status = 'launched') AS running
     FROM dispatch_runs WHERE status <> 'finished' GROUP BY gpu)
-SELECT coalesce(g.gpu, c.gpu) AS gpu, g.backend, coalesce(g.target, '') AS target, g.arch, g.slots,
+SELECT coalesce(g.gpu, c.gpu) AS gpu, g.backend, coalesce(g.target, '') AS target, g.arch, g.slots, g.lacks,
        coalesce(c.queued, 0) AS queued, coalesce(c.running, 0) AS running
 FROM dispatch_gpus g FULL JOIN counts c ON c.gpu = g.gpu
 ORDER BY 1
@@ -40,8 +40,13 @@ class GpuLoad:
     target: str
     arch: str | None
     slots: int | None
+    lacks: str | None  # an inactive default GPU: what its backend needs; None: served (or unknown)
     queued: int
     running: int
+
+    @property
+    def served(self) -> bool:
+        return self.backend is not None and self.lacks is None
 
 
 @dataclass(frozen=True)

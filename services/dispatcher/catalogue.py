@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -141,9 +142,29 @@ class Backends(_Strict):
     slurm: SlurmConfig | None = None
 
 
+class InactiveGpu(_Strict):
+    """A default entry whose backend lacks credentials: shown to operators, serving nothing."""
+
+    backend: BackendKind
+    target: str
+    arch: str | None
+    lacks: str
+
+
+class DefaultEntries(Protocol):
+    backends: dict
+    gpus: dict[str, dict]
+    inactive: dict[str, InactiveGpu]
+
+
+# (the operator's `backends` sections, the lower-case names already defined) -> the default entries to add
+DefaultsFor = Callable[[dict, set[str]], DefaultEntries]
+
+
 class Catalogue(_Strict):
     backends: Backends = Backends()
     gpus: dict[str, GpuEntry] = {}
+    inactive: dict[str, InactiveGpu] = {}
 
     @model_validator(mode="after")
     def _consistent(self) -> Catalogue:
@@ -192,16 +213,25 @@ def _read_source(source: str) -> dict:
     return data
 
 
-def build_catalogue(source: str, local_gpus: dict[str, int], null_gpus: list[str]) -> Catalogue:
-    """The catalogue from its configured source plus the local and null GPUs of the simple settings."""
+def build_catalogue(source: str, local_gpus: dict[str, int], null_gpus: list[str],
+                    defaults: DefaultsFor | None = None) -> Catalogue:
+    """The catalogue from its configured source plus the local and null GPUs of the simple settings, and the
+    `defaults` (services/dispatcher/default_gpus.py) under every name those leave free."""
     data = _read_source(source)
     gpus = dict(data.get("gpus") or {})
     for name, slots in local_gpus.items():
         gpus.setdefault(name, {"backend": "local", "slots": slots})
     for name in null_gpus:
         gpus.setdefault(name, {"backend": "null"})
+    backends = data.get("backends") or {}
+    inactive: dict[str, InactiveGpu] = {}
+    if defaults is not None and isinstance(backends, dict):
+        added = defaults(backends, {str(name).lower() for name in gpus})
+        gpus.update(added.gpus)
+        backends = {**added.backends, **backends}
+        inactive = added.inactive
     try:
-        return Catalogue.model_validate({"backends": data.get("backends") or {}, "gpus": gpus})
+        return Catalogue.model_validate({"backends": backends, "gpus": gpus, "inactive": inactive})
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise CatalogueError(f"invalid GPU catalogue: {problems}") from exc

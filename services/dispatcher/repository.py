@@ -54,10 +54,11 @@ UPDATE dispatch_runs SET status = 'queued', job_ref = NULL, lease_owner = NULL, 
 WHERE run_id = $1 AND lease_owner = $2 AND status <> 'finished'
 """
 ANNOUNCE_GPU = """
-INSERT INTO dispatch_gpus (gpu, backend, target, arch, slots, announced_by, announced_at)
-VALUES ($1, $2, $3, $4, $5, $6, now())
+INSERT INTO dispatch_gpus (gpu, backend, target, arch, slots, lacks, announced_by, announced_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, now())
 ON CONFLICT (gpu) DO UPDATE SET backend = EXCLUDED.backend, target = EXCLUDED.target, arch = EXCLUDED.arch,
-       slots = EXCLUDED.slots, announced_by = EXCLUDED.announced_by, announced_at = EXCLUDED.announced_at
+       slots = EXCLUDED.slots, lacks = EXCLUDED.lacks, announced_by = EXCLUDED.announced_by,
+       announced_at = EXCLUDED.announced_at
 """
 MARK_FINISHED = """
 UPDATE dispatch_runs SET status = 'finished', finished_at = now(), lease_owner = NULL
@@ -141,8 +142,10 @@ async def requeue(pool: asyncpg.Pool, run_id: str, owner: str) -> None:
     await pool.execute(REQUEUE, run_id, owner)
 
 
-async def announce_gpus(pool: asyncpg.Pool, gpus: list[tuple[str, str, str, str | None, int]], owner: str) -> None:
-    """Tell operators (`kernelbot runners`) which backend serves each GPU name."""
+async def announce_gpus(pool: asyncpg.Pool, gpus: list[tuple[str, str, str, str | None, int, str | None]],
+                        owner: str) -> None:
+    """Tell operators (`kernelbot runners`) which backend serves each GPU name: (gpu, backend, target, arch, slots,
+    lacks), `lacks` saying what an inactive default GPU needs (None: served)."""
     await pool.executemany(ANNOUNCE_GPU, [(*gpu, owner) for gpu in gpus])
 
 

@@ -26,6 +26,16 @@ class DispatcherSettings(ServiceSettings):
     # How long a dispatcher's claim on a run lasts without renewal: a dead replica's runs wait this long.
     lease_s: float = 30.0
     github_token: SecretStr | None = None
+    # Used while GitHub rate-limits the first token (upstream: GITHUB_TOKEN_BACKUP).
+    github_token_backup: SecretStr | None = None
+    # The repository whose workflows the default GitHub GPUs dispatch (upstream: GITHUB_REPO), when the catalogue
+    # has no `backends.github`.
+    github_repository: str = ""
+    # Upstream's GPU names and the vendor guide's Buildkite GPUs out of the box (default_gpus.py); false: only the
+    # catalogue's entries and the local and null GPUs.
+    default_gpus: bool = True
+    # The vendors' Buildkite agent queues (`amd-mi300-0`, ...): the default Buildkite GPUs group them by prefix.
+    buildkite_queues: list[str] = []
     buildkite_token: SecretStr | None = None
     slurm_token: SecretStr | None = None
     # "module:attr" naming a stand-in for modal's Function.from_name / FunctionCall.from_id (tests only).

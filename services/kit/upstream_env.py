@@ -21,6 +21,8 @@ ALIASES: dict[str, str] = {
     "discord_token": "DISCORD_TOKEN",
     "discord_guild_id": "DISCORD_CLUSTER_STAGING_ID",
     "github_token": "GITHUB_TOKEN",
+    "github_token_backup": "GITHUB_TOKEN_BACKUP",
+    "github_repository": "GITHUB_REPO",
     "dev_problems_dir": "PROBLEM_DEV_DIR",
     "problems_dir": "PROBLEM_DEV_DIR",
     "hf_token": "HF_TOKEN",

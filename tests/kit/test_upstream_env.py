@@ -32,6 +32,8 @@ def test_upstream_names_set_our_settings(monkeypatch):
     monkeypatch.setenv("DISCORD_TOKEN", "bot-secret")
     monkeypatch.setenv("DISCORD_CLUSTER_STAGING_ID", "1234")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp-secret")
+    monkeypatch.setenv("GITHUB_TOKEN_BACKUP", "ghp-backup")
+    monkeypatch.setenv("GITHUB_REPO", "gpu-mode/kernelbot")
     monkeypatch.setenv("PROBLEM_DEV_DIR", "/srv/problems")
     monkeypatch.setenv("CLI_GITHUB_CLIENT_ID", "gh-client")
     monkeypatch.setenv("CLI_GITHUB_CLIENT_SECRET", "gh-client-secret")
@@ -44,6 +46,8 @@ def test_upstream_names_set_our_settings(monkeypatch):
     assert gateway.oauth_github.token_url == "https://github.com/login/oauth/access_token"  # the rest kept
     assert bot.discord_token.get_secret_value() == "bot-secret" and bot.discord_guild_id == 1234
     assert dispatcher.github_token.get_secret_value() == "ghp-secret"
+    assert dispatcher.github_token_backup.get_secret_value() == "ghp-backup"
+    assert dispatcher.github_repository == "gpu-mode/kernelbot"
 
 
 def test_our_names_alone_still_work(monkeypatch):
@@ -59,6 +63,8 @@ def test_our_names_alone_still_work(monkeypatch):
     ("KB_DISCORD_TOKEN", "DISCORD_TOKEN", DiscordSettings),
     ("KB_DISCORD_GUILD_ID", "DISCORD_CLUSTER_STAGING_ID", DiscordSettings),
     ("KB_GITHUB_TOKEN", "GITHUB_TOKEN", DispatcherSettings),
+    ("KB_GITHUB_TOKEN_BACKUP", "GITHUB_TOKEN_BACKUP", DispatcherSettings),
+    ("KB_GITHUB_REPOSITORY", "GITHUB_REPO", DispatcherSettings),
     ("KB_HF_TOKEN", "HF_TOKEN", GatewaySettings),
     ("kb_github_token", "GITHUB_TOKEN", DispatcherSettings),  # ours are read case-insensitively
     ("KB_OAUTH_DISCORD", "CLI_DISCORD_CLIENT_ID", GatewaySettings),
@@ -94,6 +100,18 @@ def test_a_service_refuses_to_start_with_a_clear_error():
     assert done.returncode != 0
     assert "kernelbot serve scorer: both KB_DATABASE_URL and DATABASE_URL" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_dispatcher_refuses_both_names_of_the_backup_github_token_in_one_line():
+    env = {k: v for k, v in os.environ.items() if not k.upper().startswith("KB_") and k.upper() not in UPSTREAM}
+    env |= {"KB_DATABASE_URL": "postgresql://127.0.0.1:1/none", "KB_GITHUB_TOKEN_BACKUP": "ghp-a",
+            "GITHUB_TOKEN_BACKUP": "ghp-b"}
+    done = subprocess.run([sys.executable, "-m", "services.cli", "serve", "dispatcher"], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert done.stderr.strip() == ("kernelbot serve dispatcher: both KB_GITHUB_TOKEN_BACKUP and GITHUB_TOKEN_BACKUP "
+                                   "(upstream KernelBot's name for it) are set; unset one of them"), done.stderr
+    assert "ghp-a" not in done.stderr and "ghp-b" not in done.stderr
 
 
 def test_kernelbot_up_takes_upstreams_database_url_as_ours(monkeypatch):

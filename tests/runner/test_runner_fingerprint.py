@@ -15,6 +15,7 @@ import pytest
 from runner import nvml, sysinfo
 from runner.execute import execute
 from services.core.reports import report
+from tests.support.fakes.host import FakeHost
 
 TIMED_HARNESS = """
 import os, sys
@@ -185,3 +186,29 @@ def test_without_the_nvml_binding_nvidia_smi_answers(tmp_path: Path, monkeypatch
     [gpu] = info.fingerprint.gpus
     assert (gpu.uuid, gpu.driver, gpu.sm_clock_mhz, gpu.max_sm_clock_mhz, gpu.power_limit_w, gpu.ecc, gpu.mig,
             gpu.memory_mib) == ("GPU-5e1f", "550.54.15", 1755, 1980, 700.0, "enabled", "", 81559)
+
+
+def _rocm_host(tmp_path: Path, monkeypatch, tools: tuple[str, ...]) -> None:
+    """An MI300X host: ROCm's tools (stand-ins answering their JSON modes) on PATH, no nvidia-smi, no NVML."""
+    host = FakeHost(tmp_path)
+    host.amd_gpus(2, tools=tools)
+    monkeypatch.setenv("PATH", f"{host.bin}:/usr/bin:/bin")
+    monkeypatch.setenv("KB_FAKE_ROCM", str(host.state / "rocm.json"))
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    nvml.reset()
+    sysinfo.collect_system_info.cache_clear()
+
+
+@pytest.mark.parametrize("tools", [("amd-smi", "rocm-smi"), ("rocm-smi",)], ids=["amd-smi", "rocm-smi only"])
+def test_an_amd_host_is_fingerprinted_by_amd_smi_falling_back_to_rocm_smi(tmp_path: Path, monkeypatch, tools):
+    _rocm_host(tmp_path, monkeypatch, tools)
+    try:
+        info = sysinfo.collect_system_info()
+    finally:
+        sysinfo.collect_system_info.cache_clear()
+    assert (info.gpu, info.device_count, info.runtime) == ("AMD Instinct MI300X", 2, "ROCm")
+    assert info.fingerprint.source == tools[0]
+    first, second = info.fingerprint.gpus
+    assert (first.index, first.uuid, first.driver) == (0, "00ff74a1-0000-1000-80ab-5c1e2f3a4b00", "6.8.5")
+    assert second.uuid.endswith("4b01")
+    assert first.memory_mib == (196592 if tools[0] == "amd-smi" else None)  # rocm-smi's query has no VRAM size

@@ -26,7 +26,7 @@ from runner.payload import encode_payload
 from schemas.contracts import RunPayload
 from tests.support.fakes.host import REPO, FakeHost
 
-WORKFLOWS = ("nvidia_workflow.yml", "amd_workflow.yml")
+WORKFLOWS = ("nvidia_workflow.yml", "amd_workflow.yml", "helion_workflow.yml")
 PASS_LINES = "test-count: 1\\ntest.0.status: pass\\ncheck: pass\\n"
 
 

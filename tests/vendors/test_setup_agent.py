@@ -102,12 +102,13 @@ def test_the_guide_s_missing_arguments_show_the_usage(host):
 
 def test_the_all_gpus_script_sets_up_each_gpu_through_the_same_script(host):
     host.write_token(TOKEN)
+    host.amd_gpus(2)  # ROCm's tools list them; sysfs gives each its render node
     done = setup(host, "--vendor", "AMD", "--gpu", "MI300", "--count", "2", "--memory", "64G", "--cpus", "8",
                  script=SETUP_ALL)
     assert done.returncode == 0, done.stderr
     assert "amd-MI300: {backend: buildkite, queues: [amd-mi300-0, amd-mi300-1]}" in done.stdout
     unit = (host.root / "etc" / "systemd" / "system" / "buildkite-agent-gpu1.service").read_text()
-    assert "Environment=HIP_VISIBLE_DEVICES=1" in unit
+    assert "Environment=HIP_VISIBLE_DEVICES=1" in unit and "Environment=ROCR_VISIBLE_DEVICES=1" in unit
     cfg = (host.root / "etc" / "buildkite-agent" / "agent-1" / "buildkite-agent.cfg").read_text()
     assert 'tags="queue=amd-mi300-1,gpu-index=1"' in cfg
 

@@ -45,7 +45,8 @@ def _backend(gpu: str, entry: GpuEntry, catalogue: Catalogue, settings: Dispatch
         from services.dispatcher.backends.github import GithubBackend
 
         return GithubBackend(config.github, entry.target, _secret(settings.github_token), poll,
-                             runner_label=entry.queues[0] if entry.queues else None, links=links)
+                             runner_label=entry.queues[0] if entry.queues else None, links=links,
+                             backup_token=_secret(settings.github_token_backup))
     if entry.backend == "buildkite":
         from services.dispatcher.backends.buildkite import BuildkiteBackend
 

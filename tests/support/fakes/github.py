@@ -1,14 +1,27 @@
-"""A fake of the GitHub REST routes PyGithub calls to dispatch, find, poll, collect and cancel workflow runs."""
+"""A fake of the GitHub REST routes PyGithub calls to dispatch, find, poll, collect and cancel workflow runs.
+
+It accepts two tokens, TOKEN and BACKUP_TOKEN, and can rate-limit either (`rate_limit`) as GitHub does: the primary
+limit answers 403 (or 429) with `x-ratelimit-remaining: 0` and the epoch second of `x-ratelimit-reset`, message
+"API rate limit exceeded ..."; the secondary limit answers 403 (or 429) with `retry-after` in seconds, message
+"You have exceeded a secondary rate limit ...". Every other answer carries the token's `x-ratelimit-*` headers.
+`calls_by_token` counts the API calls of each token.
+"""
 
 from __future__ import annotations
 
 import io
+import time
 import zipfile
+from collections import Counter
+from dataclasses import dataclass
 
 from tests.support.fakes.http import FakeServer, Reply, Request
 from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused
 
 TOKEN = "ghp_fake"
+BACKUP_TOKEN = "ghp_fake_backup"
+LIMIT = 5000
+DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
 WORKFLOW_ID = 4242
 INPUTS = {"payload", "run_id", "runner"}
 # GitHub refuses a workflow_dispatch whose inputs together exceed this many characters.
@@ -22,6 +35,13 @@ def _zip_result(result: bytes) -> bytes:
     return buffer.getvalue()
 
 
+@dataclass
+class RateLimit:
+    kind: str  # "primary" or "secondary"
+    status: int  # 403 or 429: GitHub answers either
+    until: float  # epoch seconds
+
+
 class FakeGithub(FakeServer):
     def __init__(self, owner: str = "gpu-mode", repo: str = "runners") -> None:
         super().__init__()
@@ -29,6 +49,9 @@ class FakeGithub(FakeServer):
         self.jobs = FakeJobs()
         self.workflows: dict[str, int] = {}  # file name -> id
         self.runner_labels: dict[int, str | None] = {}  # run id -> the `runner` input
+        self.limits: dict[str, RateLimit] = {}
+        self.calls_by_token: Counter[str] = Counter()
+        self.dispatched_with: dict[int, str] = {}  # run id -> the token whose call dispatched it
         base = f"/repos/{owner}/{repo}"
         self.base = base
         self.route("GET", base, self._repo)
@@ -41,10 +64,49 @@ class FakeGithub(FakeServer):
         self.route("GET", f"{base}/actions/artifacts/(?P<artifact>\\d+)/zip", self._artifact_zip)
         self.route("GET", "/blobs/(?P<artifact>\\d+).zip", self._blob)
 
+    def rate_limit(self, token: str, kind: str = "primary", status: int = 403, for_s: float = 3600) -> None:
+        """From now on `token`'s calls are refused as rate limited, for `for_s` seconds."""
+        with self.lock:
+            self.limits[token] = RateLimit(kind, status, time.time() + for_s)
+
+    def lift_rate_limit(self, token: str) -> None:
+        with self.lock:
+            self.limits.pop(token, None)
+
     def dispatch(self, request: Request) -> Reply:
-        if not request.path.startswith("/blobs/") and request.headers.get("authorization") != f"token {TOKEN}":
-            return Reply(401, {"message": "Bad credentials"})
-        return super().dispatch(request)
+        if request.path.startswith("/blobs/"):  # artifact storage: a signed URL, no token
+            return super().dispatch(request)
+        token = request.headers.get("authorization", "").removeprefix("token ")
+        if token not in (TOKEN, BACKUP_TOKEN):
+            return Reply(401, {"message": "Bad credentials", "documentation_url": "https://docs.github.com/rest"})
+        with self.lock:
+            self.calls_by_token[token] += 1
+            limit = self.limits.get(token)
+            if limit is not None and time.time() >= limit.until:  # the window has passed
+                del self.limits[token]
+                limit = None
+        if limit is not None:
+            return self._limited(limit)
+        reply = super().dispatch(request)
+        reply.headers = {**self._rate_headers(LIMIT - self.calls_by_token[token], time.time() + 3600),
+                         **reply.headers}
+        return reply
+
+    @staticmethod
+    def _rate_headers(remaining: int, reset: float) -> dict[str, str]:
+        return {"x-ratelimit-limit": str(LIMIT), "x-ratelimit-remaining": str(max(remaining, 0)),
+                "x-ratelimit-used": str(LIMIT - max(remaining, 0)), "x-ratelimit-reset": str(int(reset)),
+                "x-ratelimit-resource": "core"}
+
+    def _limited(self, limit: RateLimit) -> Reply:
+        if limit.kind == "primary":
+            return Reply(limit.status, {"message": "API rate limit exceeded for user ID 1. If you reach out to GitHub "
+                                                   "Support for help, please include the request ID.",
+                                        "documentation_url": DOCS}, self._rate_headers(0, limit.until))
+        headers = self._rate_headers(LIMIT // 2, time.time() + 3600)
+        headers["retry-after"] = str(max(1, round(limit.until - time.time())))
+        return Reply(limit.status, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes "
+                                               "before you try again.", "documentation_url": DOCS}, headers)
 
     # --- representations ---------------------------------------------------------------------------------------
 
@@ -96,6 +158,7 @@ class FakeGithub(FakeServer):
         with self.lock:
             job = self.jobs.start(inputs["payload"], inputs["run_id"])
             self.runner_labels[job.id] = inputs.get("runner")
+            self.dispatched_with[job.id] = request.headers["authorization"].removeprefix("token ")
         if answer_lost(job):
             return Reply(502, {"message": "Server Error"})
         if not body.get("return_run_details"):

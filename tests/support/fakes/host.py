@@ -15,6 +15,7 @@ from tests.support.fakes import hostbin
 
 REPO = Path(__file__).resolve().parents[3]
 TOOLS = ("systemctl", "journalctl", "docker")
+ROCM_SMI = Path(hostbin.__file__).with_name("rocm_smi.py")
 
 
 class FakeHost:
@@ -38,7 +39,8 @@ class FakeHost:
         return {
             "PATH": f"{self.bin}:{os.environ['PATH']}", "HOME": os.environ.get("HOME", "/root"),
             "LANG": "C.UTF-8", "PYTHONPATH": str(REPO), "KB_SHIM_LOG": str(self.log),
-            "KB_SHIM_STATE": str(self.state), "KB_SHIM_ROOT": str(self.root), **extra,
+            "KB_SHIM_STATE": str(self.state), "KB_SHIM_ROOT": str(self.root),
+            "KB_FAKE_ROCM": str(self.state / "rocm.json"), **extra,
         }
 
     def calls(self, tool: str | None = None) -> list[dict]:
@@ -90,6 +92,22 @@ class FakeHost:
     def visible_gpus(self, count: int) -> None:
         """How many GPUs a container given one device sees (1 when isolation holds)."""
         self._put("gpus", "".join(f"GPU {i}: NVIDIA H100 80GB HBM3 (UUID: GPU-{i:04d})\n" for i in range(count)))
+
+    def amd_gpus(self, count: int, tools: tuple[str, ...] = ("amd-smi", "rocm-smi")) -> list[dict]:
+        """`count` MI300X GPUs: ROCm's tools (those in `tools`) on PATH, and each GPU's render node in sysfs. The
+        render minors are not 128 + index, as on real nodes where display devices take some."""
+        gpus = [{"bdf": f"0000:{0x0c + 0x10 * i:02x}:00.0", "uuid": f"{i:02x}ff74a1-0000-1000-80ab-5c1e2f3a4b{i:02x}",
+                 "name": "AMD Instinct MI300X", "driver": "6.8.5", "vram_mb": 196592, "render": f"renderD{130 + i}"}
+                for i in range(count)]
+        self._put("rocm.json", json.dumps(gpus))
+        for gpu in gpus:
+            (self.root / "sys" / "bus" / "pci" / "devices" / gpu["bdf"] / "drm" / gpu["render"]).mkdir(
+                parents=True, exist_ok=True)
+        for tool in tools:
+            shim = self.bin / tool
+            shim.write_text(f"#!/bin/sh\nexec {sys.executable} {ROCM_SMI} {tool} \"$@\"\n")
+            shim.chmod(0o755)
+        return gpus
 
     def active(self, unit: str) -> bool:
         return (self.state / "active" / unit).exists()

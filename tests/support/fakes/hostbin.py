@@ -8,6 +8,8 @@ from a small state directory `$KB_SHIM_STATE`:
     images/<image>             images present locally (their id)
     running/<gpu index>        a runner container running on that GPU (what `docker ps --filter label=...` finds)
     gpus                       the GPU lines `nvidia-smi -L` prints inside a container given one device
+    rocm.json                  the host's AMD GPUs (tests/support/fakes/rocm_smi.py): `amd-smi` in a container
+                               lists those whose render node `--device` gave it
     cgroup-driver              what `docker info` reports as its cgroup driver (default systemd)
 
 Unit files are read from `$KB_SHIM_ROOT/etc/systemd/system`. `docker run` of the runner image really runs the
@@ -25,7 +27,8 @@ from pathlib import Path
 
 STATE = Path(os.environ.get("KB_SHIM_STATE", "/nonexistent"))
 ROOT = Path(os.environ.get("KB_SHIM_ROOT", "/"))
-RECORDED_ENV = ("CUDA_VISIBLE_DEVICES", "SUBMISSION_PAYLOAD")
+RECORDED_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "SUBMISSION_PAYLOAD")
+ROCM_SMI = Path(__file__).with_name("rocm_smi.py")
 
 
 def _record(tool: str, argv: list[str]) -> None:
@@ -83,6 +86,7 @@ def _docker_run(argv: list[str]) -> int:
     passed_env: dict[str, str] = {}
     index, positional = 0, []
     entrypoint = None
+    devices: list[str] = []
     while index < len(argv):
         arg = argv[index]
         if arg in ("--volume", "-v"):
@@ -97,7 +101,10 @@ def _docker_run(argv: list[str]) -> int:
             if has_value or name in os.environ:
                 passed_env[name] = value if has_value else os.environ[name]
             index += 2
-        elif arg in ("--gpus", "--network", "--cap-add", "--label", "--name", "--cgroup-parent"):
+        elif arg == "--device":
+            devices.append(argv[index + 1].split(":")[0])  # host[:inside[:permissions]]
+            index += 2
+        elif arg in ("--gpus", "--network", "--cap-add", "--label", "--name", "--cgroup-parent", "--group-add"):
             index += 2
         elif arg.startswith("-"):
             index += 1
@@ -108,6 +115,10 @@ def _docker_run(argv: list[str]) -> int:
     if not (STATE / "images" / _key(image)).exists():
         print(f"Unable to find image '{image}' locally", file=sys.stderr)
         return 125
+    if entrypoint in ("amd-smi", "rocm-smi"):
+        visible = ",".join(device for device in devices if device.startswith("/dev/dri/"))
+        env = {**os.environ, "KB_FAKE_ROCM": str(STATE / "rocm.json"), "KB_FAKE_ROCM_RENDER": visible}
+        return subprocess.call([sys.executable, str(ROCM_SMI), entrypoint, *command], env=env)
     if entrypoint == "nvidia-smi":
         gpus = STATE / "gpus"
         print(gpus.read_text() if gpus.exists() else "", end="")
