@@ -221,6 +221,8 @@ def targets() -> dict[str, Callable[[str], str]]:
         "deploy/modal/app.py": lambda text: replace_block(text, modal_block(nvidia), "deploy/modal/app.py"),
         "deploy/github/nvidia_workflow.yml": lambda text: replace_block(
             text, workflow_block(nvidia, " " * 6), "nvidia_workflow.yml"),
+        "deploy/github/helion_workflow.yml": lambda text: replace_block(
+            text, workflow_block(nvidia, " " * 6), "helion_workflow.yml"),
         "deploy/github/amd_workflow.yml": lambda text: replace_block(
             text, workflow_block(amd, " " * 6), "amd_workflow.yml"),
         "deploy/buildkite/update-image.sh": lambda text: replace_block(
