@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
+import sys
 from typing import Any
 
 from schemas.contracts import EvalResult, ProfileOptions, ProfileResult, RunPayload, SystemInfo
@@ -40,17 +41,29 @@ class ConfinedTool:
                            env=env or self.env, timeout=self.timeout, reap=self.box.kill_strays)
 
     def run(self, argv: list[str]) -> tuple[int, str, str]:
-        outcome = self.start(["/bin/sh", "-c", 'exec "$@" >&"$POPCORN_DATA_FD"', "sh", *argv])
+        outcome = self.start([sys.executable, "-I", "-S", "-c", RUN_TO_DATA, *argv])
         return (outcome.exit_code, decode_output(bytes(outcome.data.data)),
                 decode_output(bytes(outcome.stderr.data)))
 
     def files(self, directory: str) -> list[str]:
-        outcome = self.start(["/bin/sh", "-c", '[ -d "$1" ] && find "$1" -type f -printf "%P\\n" || true', "sh",
-                              directory])
+        outcome = self.start([sys.executable, "-I", "-S", "-c", LIST_FILES, directory])
         return sorted(line for line in decode_output(bytes(outcome.stdout.data)).splitlines() if line)
 
     def read(self, path: str) -> bytes:
-        return bytes(self.start(["/bin/sh", "-c", 'cat -- "$1" >&"$POPCORN_DATA_FD"', "sh", path]).data.data)
+        return bytes(self.start([sys.executable, "-I", "-S", "-c", COPY_TO_DATA, path]).data.data)
+
+
+# Small programs run confined by the run's interpreter (visible in every sandbox); the data pipe's number is in
+# POPCORN_DATA_FD (a shell's `>&N` takes one digit only).
+RUN_TO_DATA = ("import os, subprocess, sys\n"
+               "sys.exit(subprocess.call(sys.argv[1:], stdout=int(os.environ['POPCORN_DATA_FD'])))")
+LIST_FILES = ("import os, sys\n"
+              "for top, _, names in os.walk(sys.argv[1]):\n"
+              "    for name in names:\n"
+              "        print(os.path.relpath(os.path.join(top, name), sys.argv[1]))")
+COPY_TO_DATA = ("import os, shutil, sys\n"
+                "with open(sys.argv[1], 'rb') as source, os.fdopen(int(os.environ['POPCORN_DATA_FD']), 'wb') as out:\n"
+                "    shutil.copyfileobj(source, out)")
 
 
 def profile_case(plan_key: str, payload: RunPayload) -> tuple[int, dict[str, Any]]:
@@ -71,14 +84,16 @@ def run_profile_stage(argv: list[str], plan, payload: RunPayload, starter: Start
         return failed(evaluation, f"{tool.name} is not installed on this runner")
     confined = ConfinedTool(starter, env, plan.timeout)
     out_dir = f"{starter.box.tmp}/{plan.key}"
-    confined.run(["mkdir", "-p", out_dir])
+    confined.run([sys.executable, "-I", "-S", "-c", "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)",
+                  out_dir])
     wrapped = [*tool.capture_argv(options, out_dir), *argv]
     outcome = confined.start(wrapped, env={**env, **HARNESS_ENV})
     evaluation = finish(wrapped, outcome)
-    run = evaluation.run
+    run, stderr = evaluation.run, decode_output(bytes(outcome.stderr.data))
     if run is None or not (run.success and run.passed):
-        return evaluation  # the harness's own failure says more than the capture could
-    capture = tool.collect(options, out_dir, confined, decode_output(bytes(outcome.stderr.data)))
+        reason = tool.failure(stderr)  # else the harness's own failure says more than the capture could
+        return failed(evaluation, reason) if reason else evaluation
+    capture = tool.collect(options, out_dir, confined, stderr)
     return with_capture(evaluation, plan.key, payload, system, options, tool.name, tool.settings(options),
                         capture, details=tuple(capture.files)[:2])
 

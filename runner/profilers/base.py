@@ -51,6 +51,10 @@ class CaptureTool(Protocol):
         """Export and read what the capture wrote; `tool_stderr` is the captured run's standard error."""
         ...
 
+    def failure(self, stderr: str) -> str | None:
+        """The tool's own error, when the run under it failed because of the tool."""
+        ...
+
     def settings(self, options: ProfileOptions) -> dict[str, object]:
         """The capture options as the tool applied them, for the manifest."""
         ...

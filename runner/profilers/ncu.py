@@ -35,6 +35,11 @@ class NsightCompute:
     name = "Nsight Compute"
     version = NCU_VERSION
 
+    def failure(self, stderr: str) -> str | None:
+        errors = [line.removeprefix("==ERROR==").strip() for line in stderr.splitlines()
+                  if line.startswith("==ERROR==")]
+        return f"Nsight Compute failed: {errors[-1]}" if errors else None
+
     def settings(self, options: ProfileOptions) -> dict[str, object]:
         return {"tool": NCU, "version": NCU_VERSION, "nvtx_include": NVTX_RANGE, "set": SECTION_SET,
                 "target_processes": "all", "kernel_name": options.kernel_name,
@@ -50,11 +55,8 @@ class NsightCompute:
 
     def collect(self, options: ProfileOptions, out_dir: str, tool: RunTool, tool_stderr: str) -> Capture:
         report = f"{out_dir}/{REPORT}"
-        errors = [line for line in tool_stderr.splitlines() if line.startswith("==ERROR==")]
         if REPORT not in tool.files(out_dir):
-            if errors:
-                return Capture(error=f"Nsight Compute failed: {errors[-1].removeprefix('==ERROR==').strip()}")
-            return Capture(error=empty_capture(options))
+            return Capture(error=self.failure(tool_stderr) or empty_capture(options))
         code, text, stderr = tool.run([NCU, "--import", report, "--page", "details"])
         if code != 0:
             return Capture(error=f"Nsight Compute could not export the report (exit {code}): {last_line(stderr)}")

@@ -36,6 +36,10 @@ class Rocprofv3:
     name = "rocprofv3"
     version = ROCPROF_VERSION
 
+    def failure(self, stderr: str) -> str | None:
+        errors = [line.strip() for line in stderr.splitlines() if "rocprof" in line and "error" in line.lower()]
+        return f"rocprofv3 failed: {errors[-1]}" if errors else None
+
     def settings(self, options: ProfileOptions) -> dict[str, object]:
         return {"tool": ROCPROFV3, "version": ROCPROF_VERSION, "range": RANGE, "kernel_name": options.kernel_name,
                 "launch_skip": options.launch_skip, "launch_count": options.launch_count or DEFAULT_LAUNCH_COUNT}
@@ -50,10 +54,8 @@ class Rocprofv3:
     def collect(self, options: ProfileOptions, out_dir: str, tool: RunTool, tool_stderr: str) -> Capture:
         written = {name: tool.read(f"{out_dir}/{name}") for name in tool.files(out_dir)}
         traces = [data for name, data in written.items() if name.endswith("_kernel_trace.csv")]
-        if not traces:
-            lines = [line for line in tool_stderr.splitlines() if line.strip()]
-            reason = lines[-1] if lines else "no output"
-            return Capture(error=f"rocprofv3 wrote no kernel trace: {reason}")
+        if not traces and self.failure(tool_stderr):
+            return Capture(error=self.failure(tool_stderr) or "")
         ranges = [(int(row["Start_Timestamp"]), int(row["End_Timestamp"]))
                   for name, data in written.items() if name.endswith("_marker_api_trace.csv")
                   for row in read_rows(data) if row.get("Function") == RANGE]
