@@ -104,17 +104,19 @@ def with_torch_profile(evaluation: EvalResult, plan_key: str, payload: RunPayloa
     if run is None or not (run.success and run.passed):
         return evaluation
     table = decode_report(run.result.get("benchmark.0.report", ""))
-    rows = table_rows(table)
-    if options.kernel_name:
+    if not table.strip():
+        return failed(evaluation, "the harness wrote no profile report")
+    rows = table_rows(table)  # [] when a problem's own harness writes its report in another form
+    if rows and options.kernel_name:
         pattern = re.compile(options.kernel_name.removeprefix("regex:") if options.kernel_name.startswith("regex:")
                              else re.escape(options.kernel_name))
         rows = rows[:1] + [row for row in rows[1:] if row and pattern.search(row[0])]
-    if len(rows) < 2:
+    if rows and len(rows) < 2:
         return failed(evaluation, "torch.profiler recorded no operation" +
                       (f" matching {options.kernel_name!r}" if options.kernel_name else ""))
     settings = {"tool": TORCH_PROFILER, "kernel_name": options.kernel_name,
                 "ignored": [name for name in ("launch_count", "launch_skip") if getattr(options, name)]}
-    capture = Capture(files={DETAILS_TXT: table.encode(), DETAILS_CSV: table_csv(table).encode()},
+    capture = Capture(files={DETAILS_TXT: table.encode(), DETAILS_CSV: table_csv(table, rows).encode()},
                       kernels=[row[0] for row in rows[1:]])
     return with_capture(evaluation, plan_key, payload, system, options, TORCH_PROFILER, settings, capture,
                         details=(DETAILS_TXT, DETAILS_CSV))

@@ -33,8 +33,10 @@ def table_rows(table: str) -> list[list[str]]:
     return [[line[start:end].strip() for start, end in spans] for line in body]
 
 
-def table_csv(table: str) -> str:
+def table_csv(table: str, rows: list[list[str]] | None = None) -> str:
+    """`rows` (default: the table's) as CSV; a report that is not a table becomes one `Line` column."""
+    rows = table_rows(table) if rows is None else rows
     out = io.StringIO()
     writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
-    writer.writerows(table_rows(table))
+    writer.writerows(rows or [["Line"], *([line] for line in table.splitlines())])
     return out.getvalue()
