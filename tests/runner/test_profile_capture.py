@@ -7,6 +7,7 @@ import base64
 import csv
 import io
 import json
+import sys
 import zipfile
 from pathlib import Path
 
@@ -157,3 +158,30 @@ def test_rocprofv3_empty_and_crashing_captures_fail_the_stage(tmp_path, monkeypa
     crashed = profile().runs["profile.0"]
     assert crashed.run.result["error"] == ("rocprofv3 failed: rocprofv3: error: failed to initialize "
                                            "rocprofiler-sdk tool library")
+
+
+def test_a_capture_written_in_the_full_sandbox_s_private_tmp_is_read_back_through_it():
+    """In the full sandbox the run's TMPDIR is a tmpfs only the run's processes see; the capture's files are
+    listed and read by confined helpers, which share it (the tool here is the interpreter writing like one)."""
+    from runner.launch import Starter
+    from runner.profile_stage import ConfinedTool
+    from runner.sandbox import RunSandbox, SandboxPolicy, sandbox_level
+
+    if sandbox_level()[0] != "full":
+        pytest.skip(f"the full sandbox is not available here: {sandbox_level()[1]}")
+    with RunSandbox(SandboxPolicy()) as box:
+        assert box.level == "full"
+        tool = ConfinedTool(Starter(box), box.environment({"PATH": "/usr/bin:/bin"}), 60)
+        out_dir = f"{box.tmp}/profile.0"
+        payload = bytes(range(256)) * 4096  # 1 MiB of every byte value: more than the stdout capture keeps
+        write = ("import os, sys\nos.makedirs(sys.argv[1] + '/nested')\n"
+                 "open(sys.argv[1] + '/nested/profile.ncu-rep', 'wb').write(bytes(range(256)) * 4096)\n"
+                 "print('x' * 2_000_000)")
+        outcome = tool.start([sys.executable, "-c", write, out_dir])
+        assert outcome.exit_code == 0, bytes(outcome.stderr.data)
+        assert not Path(out_dir).exists()  # invisible outside the sandbox
+        assert tool.files(out_dir) == ["nested/profile.ncu-rep"]
+        assert tool.read(f"{out_dir}/nested/profile.ncu-rep") == payload
+        code, text, _ = tool.run([sys.executable, "-c", write.replace("os.makedirs", "print and os.makedirs")
+                                  .replace("/nested')", "/again')"), out_dir])
+        assert code == 0 and len(text) == 2_000_001  # a tool's output comes whole through the data pipe
