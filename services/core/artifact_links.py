@@ -33,7 +33,9 @@ def link(base_url: str, key: bytes, submission_id: int, gpu: str, stage: str, *,
 
 def authentic(key: bytes, submission_id: int, gpu: str, stage: str, expires: int, given: str) -> bool:
     """The link was made with this deployment's key, unaltered."""
-    return hmac.compare_digest(signature(key, submission_id, gpu, stage, expires), given)
+    # bytes: compare_digest refuses non-ASCII text, and a link's signature is whatever the client sent
+    return hmac.compare_digest(signature(key, submission_id, gpu, stage, expires).encode(),
+                               given.encode("utf-8", errors="replace"))
 
 
 def expired(expires: int, now: float | None = None) -> bool:
