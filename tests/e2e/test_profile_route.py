@@ -8,10 +8,12 @@ import io
 import json
 import zipfile
 
+import httpx
 import pytest
 
 from problems import PROBLEMS_ROOT
 from services.core import artifact_links
+from tests.support.oauth_platform import hidden_fields
 from tests.support.platform import ADMIN_TOKEN, Platform
 from tests.support.popcorn_profile import extract, profile_request, read_stream
 
@@ -74,6 +76,13 @@ def test_profile_of_one_case_streams_its_artifacts_and_only_the_submitter_or_an_
     assert platform.http.get(artifact["url"]).status_code == 401
     admin = platform.http.get(artifact["url"], headers={"Authorization": f"Bearer {ADMIN_TOKEN}"})
     assert admin.status_code == 200 and admin.content == inline
+    # the submitter's signed-in browser (the web session cookie), as a Discord link is opened
+    form = hidden_fields(platform.http.get("/web/login").text)
+    signed_in = platform.http.post("/web/login", data={**form, "cli_id": alice}, follow_redirects=False)
+    assert signed_in.status_code == 303, signed_in.text
+    browser = httpx.Client(cookies={"kb_session": signed_in.cookies["kb_session"]})
+    platform.http.cookies.clear()
+    assert browser.get(artifact["url"]).content == inline
     tampered = artifact["url"].replace("profile.1?", "profile.0?")
     assert platform.http.get(tampered, headers={"X-Popcorn-Cli-Id": alice}).status_code == 403
     expired = artifact_links.link(platform.url, SESSION_SECRET.encode(), data["submission_id"], "cpu", "profile.1",
