@@ -8,7 +8,9 @@ Modules:
   process      running one harness process: pipes drained concurrently, process-group timeout kill
   environment  the scrubbed environment handed to user code
   sandbox      per-run directory, uid and limits; confine.py applies them to each process before exec
-  profiling    the ProfileResult of a profile stage
+  profiling    the text of a profile stage's report
+  profile_stage  profile mode's stages: the chosen cases under the host's profiler, each answered as a zip
+  profilers    Nsight Compute, rocprofv3 and torch.profiler captures, and the zip with its manifest
   container    the runner image's entry point (payload in, result.json out, RunCompleted published)
   sysinfo      SystemInfo collection without importing torch
   cuda         the nvcc compile step

@@ -25,7 +25,7 @@ from .environment import scrubbed_environment
 from .harness_choice import choose_harness
 from .launch import Starter, seed_pipe_variable
 from .process import ProcessOutcome
-from .profiling import profile_result
+from .profile_stage import run_profile_stage
 from .protocol import decode_output, judge_stage, parse_sample_lines, truncate_output
 from .sandbox import RunSandbox, SandboxPolicy
 from .sysinfo import collect_system_info
@@ -58,9 +58,20 @@ def plan_stages(payload: RunPayload) -> list[StagePlan]:
     if payload.mode == "benchmark":
         return [benchmark]
     if payload.mode == "profile":
-        return [StagePlan(f"profile.{i}", "profile", [case], payload.benchmark_timeout)
-                for i, case in enumerate(payload.benchmarks)]
+        return [StagePlan(f"profile.{i}", "profile", [payload.benchmarks[i]], payload.benchmark_timeout)
+                for i in profiled_cases(payload)]
     return [test, benchmark, StagePlan("leaderboard", "leaderboard", timed_cases, payload.ranked_timeout)]
+
+
+def profiled_cases(payload: RunPayload) -> list[int]:
+    """The benchmark cases a profile run covers: the one its options choose, else every case."""
+    index = payload.profile.benchmark_index if payload.profile else None
+    if index is None:
+        return list(range(len(payload.benchmarks)))
+    if index >= len(payload.benchmarks):
+        raise ValueError(f"benchmark_index {index} is out of range: the task has {len(payload.benchmarks)} "
+                         f"benchmark cases")
+    return [index]
 
 
 def execute(payload: RunPayload, *, workdir: Path | None = None, sandbox: SandboxPolicy | None = None,
@@ -119,7 +130,7 @@ def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
         # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
         stage_start = start if index == 0 else _now()
         runs[plan.key] = measured(plan.key, lambda plan=plan, stage_start=stage_start: _run_stage(
-            program, plan, payload, starter, stage_env, compilation, stage_start, harness))
+            program, plan, payload, starter, stage_env, compilation, stage_start, harness, system))
         stage = runs[plan.key].run
         if not (stage and stage.success and stage.passed) and payload.mode != "profile":
             break
@@ -207,8 +218,11 @@ def stage_ranks(plan: StagePlan) -> int:
 
 def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter: Starter,
                env: dict[str, str], compilation: CompileResult | None, start: str,
-               harness_info: dict[str, str] | None = None) -> EvalResult:
+               harness_info: dict[str, str] | None = None, system: SystemInfo | None = None) -> EvalResult:
     argv = [*program, plan.harness_stage, str(write_case_file(starter.box, plan))]
+    if plan.harness_stage == "profile":
+        return run_profile_stage(argv, plan, payload, starter, env, system or SystemInfo(), lambda argv, outcome: stage_result(
+            argv, plan, payload, outcome, compilation, start, harness_info))
     outcome = starter.run(argv, timeout=plan.timeout, ranks=stage_ranks(plan), env=env)
     return stage_result(argv, plan, payload, outcome, compilation, start, harness_info)
 
@@ -242,9 +256,9 @@ def stage_result(argv: list[str], plan: StagePlan, payload: RunPayload, outcome:
     if harness_info:
         harness = {**harness_info, **({"reported": harness["version"]} if harness else {})}
     samples = parse_sample_lines(decode_output(bytes(outcome.data.data)))
-    profile = profile_result(result) if plan.harness_stage == "profile" else None
+    # a profile stage's ProfileResult comes from runner/profile_stage.py, which built this stage
     return EvalResult(start=start, end=end or _now(), compilation=compilation, run=run, harness=harness, samples=samples,
-                      profile=profile, timing=stage_timing(outcome))
+                      timing=stage_timing(outcome))
 
 
 def _warm_up(starter: Starter, env: dict[str, str]) -> CompileResult | None:

@@ -15,7 +15,7 @@ import zlib
 
 from pydantic import ValidationError
 
-from schemas.contracts import SUBMISSION_MARKER, CuConfig, Mode, PyConfig, RunPayload, Task
+from schemas.contracts import SUBMISSION_MARKER, CuConfig, Mode, ProfileOptions, PyConfig, RunPayload, Task
 
 from .smoke import with_smoke_defaults
 
@@ -34,6 +34,7 @@ def build_payload(
     secret: bool,
     seed: int | None,
     arch: str | None = None,
+    profile: ProfileOptions | None = None,
 ) -> RunPayload:
     """The payload for one run of `code` on one GPU.
 
@@ -55,6 +56,7 @@ def build_payload(
         ranked_timeout=task.ranked_timeout,
         ranking_by=task.ranking_by,
         seed=seed,
+        profile=profile,
         multi_gpu=task.multi_gpu,
         harness=task.harness,
         submission_file=task.submission_file,

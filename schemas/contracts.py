@@ -76,6 +76,22 @@ class Task(_Frozen):
         return next(name for name, content in self.files.items() if content == SUBMISSION_MARKER)
 
 
+# A capture of more kernels than this is refused: each kernel is replayed once per counter pass.
+MAX_PROFILE_LAUNCHES = 200
+MAX_KERNEL_NAME = 256
+
+
+class ProfileOptions(_Frozen):
+    """What a profile request chooses (docs/quickstart.md, "Profiling"): the benchmark case (None: every case), a
+    kernel-name filter (a name, or `regex:` and a pattern, as Nsight Compute's `--kernel-name` takes it), how many
+    matching launches to capture and how many matching launches to pass over first."""
+
+    benchmark_index: int | None = Field(default=None, ge=0)
+    kernel_name: str | None = Field(default=None, min_length=1, max_length=MAX_KERNEL_NAME)
+    launch_count: int | None = Field(default=None, ge=1, le=MAX_PROFILE_LAUNCHES)
+    launch_skip: int = Field(default=0, ge=0, le=100_000)
+
+
 class RunPayload(_Frozen):
     """What the dispatcher sends to a runner for one run (docs/authoring.md)."""
 
@@ -104,6 +120,7 @@ class RunPayload(_Frozen):
     # `<family>:<manifest sha256>` of the runner image this run needs (runner/toolchain.py); the dispatcher fills it
     # for GPUs served by an image, and a runner built from another manifest refuses the run.
     toolchain: str | None = None
+    profile: ProfileOptions | None = None  # profile mode's capture options
 
 
 class GpuFingerprint(_Frozen):

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from schemas.contracts import FullResult, Mode, Task, UserMode
+from schemas.contracts import FullResult, Mode, ProfileOptions, Task, UserMode
 from schemas.credentials import read_clear_id
 from schemas.envelope import Event
 from schemas.precheck_events import PrecheckVerdict
@@ -127,6 +127,7 @@ class SubmissionReceived(Event):
     # http-api.md §6: a closed leaderboard admits only popcorn-cli identities; the admin route skips the deadline
     via_cli: bool = False
     deadline_applies: bool = True
+    profile: ProfileOptions | None = None  # a profile submission's capture options
 
     def identity(self) -> str:
         return str(self.submission_id)

@@ -731,6 +731,16 @@ public:
         } else if (kind == "timed") {
             status = measure([&] { output = custom_kernel(kernel_input(data)); }, host, event);
         } else if (kind == "profile") {
+            // Under the runner's profiler (POPCORN_PROFILE_TOOL): warm-up calls outside the captured range first, so
+            // what is captured is a steady-state call, not one-time set-up.
+            if (std::getenv("POPCORN_PROFILE_TOOL") != nullptr) {
+                for (int i = 0; i < 3 && status == cudaSuccess; ++i) {
+                    custom_kernel(kernel_input(data));
+                    status = cudaGetLastError();
+                    if (status == cudaSuccess) status = cudaDeviceSynchronize();
+                }
+                if (status != cudaSuccess) return user_cuda_error(status);
+            }
             nvtxRangePushA("custom_kernel");
             output = custom_kernel(kernel_input(data));
             status = cudaGetLastError();

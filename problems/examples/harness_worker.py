@@ -21,6 +21,8 @@ import time
 
 from harness_wire import pack, read_frame, unpack, widen_pipe, write_frame
 
+# Calls before the captured one under an external profiler (see Worker.profile_under_tool).
+PROFILE_WARM_UP_CALLS = 3
 # Bound before the submission is imported.
 _TIME_FUNCTIONS = {name: getattr(time, name) for name in ("perf_counter", "perf_counter_ns", "monotonic",
                                                           "monotonic_ns", "time", "time_ns", "process_time_ns")}
@@ -126,6 +128,8 @@ class Worker:
         return {"kind": "done", "ns": elapsed, "error": problem}, output
 
     def profile(self, data, device) -> tuple[dict, object]:
+        if device is not None and os.environ.get("POPCORN_PROFILE_TOOL"):
+            return self.profile_under_tool(data, device)
         from torch.profiler import ProfilerActivity, profile, record_function
 
         activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device is not None else [])
@@ -137,6 +141,20 @@ class Worker:
         sort = "cuda_time_total" if device is not None else "cpu_time_total"
         table = profiler.key_averages().table(sort_by=sort, row_limit=25)
         return {"kind": "done", "ns": 0, "report": table}, output
+
+    def profile_under_tool(self, data, device) -> tuple[dict, object]:
+        """Under Nsight Compute or rocprofv3 (the runner set POPCORN_PROFILE_TOOL): warm-up calls first, outside
+        any range, so one-time work (compilation, autotuning, workspace set-up) is not what gets captured; then one
+        steady-state call inside the `custom_kernel` range, the only range the runner's capture keeps."""
+        torch = self.torch
+        for _ in range(PROFILE_WARM_UP_CALLS):
+            self.kernel(data)
+        torch.cuda.synchronize(device)
+        torch.cuda.nvtx.range_push("custom_kernel")
+        output = self.kernel(data)
+        torch.cuda.synchronize(device)
+        torch.cuda.nvtx.range_pop()
+        return {"kind": "done", "ns": 0, "report": "captured by the runner's profiler"}, output
 
 
 def serve(requests: int, replies: int) -> int:

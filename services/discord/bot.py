@@ -15,6 +15,7 @@ from discord import app_commands
 from faststream.nats import NatsBroker, NatsRouter
 
 from schemas.streams import EVENTS
+from services.core import artifact_links
 from services.core.position import LedgerPosition
 from services.discord import projection
 from services.discord.delivery import Delivery, Layout
@@ -85,7 +86,7 @@ class KernelBotClient(discord.Client):
         self.ctx.layout = await ensure_layout(self, settings.discord_guild_id)
         register(self.tree, self.ctx)
         await self.tree.sync(guild=self.guild_object)
-        self.ctx.delivery = Delivery(self, self.kit.pool, self.ctx.layout)
+        self.ctx.delivery = Delivery(self, self.kit.pool, self.ctx.layout, profile_links(settings))
         self.ctx.delivery.start()
         # What a stopped predecessor had fetched and not acknowledged comes back before anything later: without
         # this wait a restarted bot applied a submission's end before the run ends the old process held.
@@ -115,3 +116,11 @@ class KernelBotClient(discord.Client):
             self.kit = None
         await super().close()
 
+
+def profile_links(settings: DiscordSettings):
+    """Signs profile artifact links as the gateway does, where the bot knows the gateway's address and secret."""
+    if not (settings.public_url and settings.session_secret):
+        return None
+    key = settings.session_secret.get_secret_value().encode()
+    return lambda submission_id, gpu, stage: artifact_links.link(settings.public_url, key, submission_id, gpu, stage,
+                                                                 ttl_s=settings.profile_link_ttl_s)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import io
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -54,10 +55,12 @@ def _nonce(outbox_id: int, part: int = 0) -> str:
 
 
 class Delivery:
-    def __init__(self, client: discord.Client, pool: asyncpg.Pool, layout: Layout) -> None:
+    def __init__(self, client: discord.Client, pool: asyncpg.Pool, layout: Layout,
+                 profile_link: Callable[[int, str, str], str] | None = None) -> None:
         self.client = client
         self.pool = pool
         self.layout = layout
+        self.profile_link = profile_link  # (submission id, gpu, stage) -> a profile artifact's link
         self.wake = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._stopping = False
@@ -184,7 +187,10 @@ class Delivery:
             await repository.store_thread(self.pool, body["run_id"], thread.id)
             await thread.add_user(discord.Object(int(sub["user_id"])))
             thread_id = thread.id
-        messages, files = reporting.thread_messages(body["gpu"], body["backend"], body["mode"], body["result"])
+        link = self.profile_link
+        messages, files = reporting.thread_messages(
+            body["gpu"], body["backend"], body["mode"], body["result"],
+            (lambda gpu, stage: link(submission_id, gpu, stage)) if link else None)
         target = self.client.get_partial_messageable(thread_id)
         for index, content in enumerate(messages):
             await target.send(content, nonce=_nonce(row["id"], index))

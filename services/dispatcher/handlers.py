@@ -66,7 +66,7 @@ async def judge(conn, event: SubmissionReceived, board, now: datetime, read: pol
     refusal = policy.admit(
         leaderboard_name=event.leaderboard, board=board.view if board else None, gpus=event.gpus, mode=event.mode,
         file_name=event.file_name, code=event.code, now=now, accepting=found["accepting"], applicant=applicant,
-        rate_limit=rate_limit, deadline_applies=event.deadline_applies,
+        rate_limit=rate_limit, deadline_applies=event.deadline_applies, profile=event.profile,
     )
     if refusal is not None:
         return refusal, None
@@ -104,8 +104,9 @@ async def admit_and_plan(conn, event: SubmissionReceived, launch_allowance_s: in
                                                policy.rate_category(event.mode), now)
     runs = planning.with_floors(planning.plan_runs(event.submission_id, event.mode, event.gpus), board.task,
                                 kit.config.peaks)
-    budget = planning.run_budget_s(board.task, event.mode, launch_allowance_s)
-    requested = await enqueue_runs(conn, board, event.submission_id, event.code, runs, budget, tags)
+    budget = planning.run_budget_s(board.task, event.mode, launch_allowance_s, event.profile)
+    requested = await enqueue_runs(conn, board, event.submission_id, event.code, runs, budget, tags,
+                                   profile=event.profile)
     accepted = SubmissionAccepted(
         submission_id=event.submission_id, leaderboard=board.view.name, user_id=event.user_id,
         user_name=event.user_name, mode=event.mode, ranking_by=board.ranking_by, submitted_at=event.occurred_at,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from schemas.contracts import RunPayload, Task
+from schemas.contracts import ProfileOptions, RunPayload, Task
 from schemas.events import PlannedRun
 from services.core import gpu_peaks
 
@@ -49,16 +49,18 @@ class StoredRun(RunPayload):
     leaderboard: str
 
 
-def stage_timeouts(task: Task, mode: str) -> list[int]:
+def stage_timeouts(task: Task, mode: str, profile: ProfileOptions | None = None) -> list[int]:
     if mode == "test":
         return [task.test_timeout]
     if mode == "benchmark":
         return [task.benchmark_timeout]
     if mode == "profile":
-        return [task.benchmark_timeout] * max(1, len(task.benchmarks))
+        cases = 1 if profile is not None and profile.benchmark_index is not None else len(task.benchmarks)
+        # each case runs under the profiler and then has its report exported: twice its stage timeout
+        return [2 * task.benchmark_timeout] * max(1, cases)
     return [task.test_timeout, task.benchmark_timeout, task.ranked_timeout]
 
 
-def run_budget_s(task: Task, mode: str, launch_allowance_s: int) -> int:
+def run_budget_s(task: Task, mode: str, launch_allowance_s: int, profile: ProfileOptions | None = None) -> int:
     """One timeout model (docs/quickstart.md): compile step + the run's stage timeouts + the backend's allowance."""
-    return COMPILE_BUDGET_S + sum(stage_timeouts(task, mode)) + launch_allowance_s
+    return COMPILE_BUDGET_S + sum(stage_timeouts(task, mode, profile)) + launch_allowance_s

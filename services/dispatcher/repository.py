@@ -97,7 +97,7 @@ async def board(conn: asyncpg.Connection, name: str) -> Board | None:
         return None
     task = Task.model_validate(row["task"])
     view = LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"], lang=task.lang,
-                           visibility=row["visibility"])
+                           visibility=row["visibility"], benchmarks=len(task.benchmarks))
     return Board(id=row["id"], view=view, task=task, ranking_by=row["ranking_by"])
 
 

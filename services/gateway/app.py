@@ -27,6 +27,7 @@ from services.gateway.routes import (
     health,
     leaderboards,
     pages,
+    profile,
     runner_payloads,
     stream,
     submissions,
@@ -87,7 +88,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     errors.install(app)
     # Fixed routes first: the streaming submit's three free segments come last (http-api.md §1.5).
     app.include_router(admin_problems.router)  # fixed /admin paths, before the streaming catch-all
-    for module in (health, leaderboards, submissions, user, admin, auth, pages, runner_payloads, stream):
+    for module in (health, leaderboards, submissions, user, admin, auth, pages, runner_payloads, profile, stream):
         app.include_router(module.router)
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.

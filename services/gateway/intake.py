@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from fastapi import Request, UploadFile
 
+from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
 from services.core import read_model as repository
 from services.core.admission import policy
@@ -36,7 +37,7 @@ class Accepted:
 
 
 async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile,
-                deadline_applies: bool) -> tuple[policy.Admitted, str]:
+                deadline_applies: bool, profile: ProfileOptions | None = None) -> tuple[policy.Admitted, str]:
     """The policy's judgement with what the read model shows; the admitted submission and the board's name."""
     now = datetime.now(UTC)
     found, board, rate_limit = await admission_facts(request.app.state.pool, leaderboard, user.user_id, mode, now)
@@ -44,12 +45,12 @@ async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: 
     applicant = policy.Applicant(banned=user.banned, via_cli=user.via_cli, invited=found["invited"])
     admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,
                             board=board, gpus=[gpu], mode=mode, file_name=file.filename, content=content, now=now,
-                            rate_limit=rate_limit, deadline_applies=deadline_applies)
+                            rate_limit=rate_limit, deadline_applies=deadline_applies, profile=profile)
     return admitted, found["name"]
 
 
 async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile, *,
-                 deadline_applies: bool = True) -> Accepted:
+                 deadline_applies: bool = True, profile: ProfileOptions | None = None) -> Accepted:
     """Validate a submission (authentication already done) and record it; raises the first refusal of §6.
 
     Returns once the dispatcher accepted it and the read model shows it queued, or once the settings' projection
@@ -68,14 +69,14 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
                 await raise_refusal(state.pool, submission_id)
             return Accepted(submission_id, earlier["leaderboard_name"], gpu, earlier["mode"])
     await ratelimit.limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
-    admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies)
+    admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies, profile)
     # A retry whose first attempt was published but not yet projected publishes the same SubmissionReceived id
     # again, and the stream's duplicate window keeps one.
     submission_id = submission_id or await repository.next_submission_id(state.pool)
     received = SubmissionReceived(
         submission_id=submission_id, leaderboard=board_name, gpus=[gpu], mode=admitted.mode,
         user_id=user.user_id, user_name=user.user_name, file_name=admitted.file_name, code=admitted.code,
-        via_cli=user.via_cli, deadline_applies=deadline_applies, correlation_id=str(submission_id),
+        via_cli=user.via_cli, deadline_applies=deadline_applies, correlation_id=str(submission_id), profile=profile,
     )
     await record_and_await_decision(state, received)
     return Accepted(submission_id, board_name, gpu, admitted.mode)

@@ -42,8 +42,11 @@ class GatewaySettings(HfExportSettings):
     # client. Empty: the header is ignored and the peer is the client; behind a proxy, every client then looks alike
     # and a registration's callback is never checked against where it started.
     trusted_proxies: str = ""
-    # Signs web session cookies; unset, a random key per process (sessions end with it, replicas disagree).
+    # Signs web session cookies and profile download links; unset, a random key per process (sessions and links end
+    # with it, replicas disagree).
     session_secret: SecretStr | None = None
+    # How long a profile's download links stay valid (docs/quickstart.md, "Profiling").
+    profile_link_ttl_s: float = 24 * 3600.0
     # HTTP rate limits, in the `limits` library's notation ("10/minute", several joined by ";"); a refusal is a 429
     # with Retry-After. /auth/init per client address; submissions per user, across every submit route.
     auth_init_rate: str = "10/minute"

@@ -99,8 +99,10 @@ async def follow(
     limit_s: float = STREAM_LIMIT_S,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    finish: Callable[[int, JobState, list[RunOutcome]], bytes] = final_event,
 ) -> AsyncIterator[bytes]:
-    """Frames of one stream: a status at once and every `status_every_s`, then exactly one terminal event."""
+    """Frames of one stream: a status at once and every `status_every_s`, then exactly one terminal event, which
+    `finish` makes (the profile route's answer differs from the other modes')."""
     failures = 0
 
     async def poll(previous: JobState | None) -> JobState | None:
@@ -124,7 +126,7 @@ async def follow(
         while True:
             if state is not None and (state.deleted or state.done):
                 outcomes = [] if state.deleted else await read_outcomes()
-                yield final_event(submission_id, state, outcomes)
+                yield finish(submission_id, state, outcomes)
                 return
             now = clock()
             if now - started >= limit_s:

@@ -8,12 +8,16 @@ test then waits for its own. The dispatcher restart and the replica takeover com
 
 from __future__ import annotations
 
+import base64
+import io
+import json
 import random
 import re
 import string
 import subprocess
 import sys
 import time
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -30,7 +34,7 @@ from tests.support.events import archived, query
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 BACKENDS = sorted(PREFIXES)
 SCENARIOS = {"run": "test", "canned": "leaderboard", "hang": "test", "lost": "test", "noresult": "test",
-             "refused": "test", "ambiguous": "test", "largest": "test", "between": "test"}
+             "refused": "test", "ambiguous": "test", "largest": "test", "between": "test", "profile": "profile"}
 MAX_SUBMISSION_BYTES = 1_000_000  # the gateway's limit (services/core/admission/policy.py)
 # Incompressible padding: compressed and base64-encoded it stays about 1 MB, more than any inline carrier holds.
 _NOISE = random.Random(15)
@@ -47,7 +51,7 @@ BETWEEN_BY_REFERENCE = {"github"}
 
 
 def scenario_gpu(backend: str, behaviour: str) -> str:
-    return gpu(backend, "run" if behaviour in ("largest", "between") else behaviour)
+    return gpu(backend, "run" if behaviour in ("largest", "between", "profile") else behaviour)
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +94,26 @@ def test_a_job_runs_the_real_runner_and_its_result_comes_back(world, submitted, 
     if backend == "github":
         assert world.fakes["github"].runner_labels[int(dispatched["job_ref"])] == "amdgpu-mi300-x86-64"
         assert world.fakes["github"].workflows.keys() >= {"amd_workflow.yml", "nvidia_workflow.yml"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_profile_comes_back_in_the_same_shape_from_every_backend(world, submitted, backend):
+    """The runner builds the profile (runner/profile_stage.py) and it travels inside the run's result, whatever
+    carries that result back: each case's zip of details and manifest, and the head of the details in the report."""
+    submission_id = submitted[backend, "profile"]
+    # it queues behind the `run` and `largest` scenarios on the same GPU, then runs two cases
+    view = world.platform.wait_done(world.cli, submission_id, timeout=180)
+    assert view["job"]["status"] == "succeeded", view
+    [completed] = archived(world.database_url, "RunCompleted", str(submission_id))
+    assert completed["backend"] == backend
+    assert sorted(completed["result"]["runs"]) == ["profile.0", "profile.1"]
+    for key, stage in completed["result"]["runs"].items():
+        assert stage["profile"]["profiler"] == "torch.profiler"
+        with zipfile.ZipFile(io.BytesIO(base64.b64decode(stage["profile"]["trace"]))) as archive:
+            names = {name.split("/", 1)[1] for name in archive.namelist()}
+            manifest = json.loads(archive.read(next(n for n in archive.namelist() if n.endswith("manifest.json"))))
+        assert names == {"torch-details.txt", "torch-details.csv", "manifest.json"}
+        assert manifest["benchmark"]["index"] == int(key[-1])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -15,6 +15,8 @@ from tests.support.fakes.hf_hub import TOKEN as HF_TOKEN
 from tests.support.fakes.hf_hub import FakeHub
 from tests.support.platform import Platform, identity_board
 
+SESSION_SECRET = "discord-tests-session-secret"  # the gateway's, given to a bot that links profile artifacts
+
 
 @pytest.fixture(scope="package")
 def module_nats(_external_nats_url, tmp_path_factory):
@@ -50,7 +52,7 @@ def platform(module_nats, module_database, tmp_path_factory, hf_hub):
     # The gateway exports to the fake Hub: on request, and on a schedule whose first export is at start-up.
     hf_env = {"KB_HF_TOKEN": HF_TOKEN, "KB_HF_PRIVATE_DATASET": "kernelbot/open-data",
               "KB_HF_PUBLIC_DATASET": "kernelbot/open-data-public", "HF_ENDPOINT": hf_hub.url,
-              "KB_HF_EXPORT_EVERY_H": "1"}
+              "KB_HF_EXPORT_EVERY_H": "1", "KB_SESSION_SECRET": SESSION_SECRET}
     running = Platform(module_nats, module_database, tmp_path_factory.mktemp("platform"), null_gpus=("null", "null2"),
                        extra_env=hf_env)
     running.start()

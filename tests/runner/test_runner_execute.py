@@ -148,7 +148,11 @@ def test_profile_mode_runs_one_profile_stage_per_benchmark_and_zips_its_report(t
     for index, stage in enumerate(result.runs.values()):
         assert stage.run.passed and stage.profile.profiler == "torch.profiler"
         with zipfile.ZipFile(io.BytesIO(base64.b64decode(stage.profile.trace))) as archive:
-            assert archive.read("benchmark.0.txt").decode() == f"table for profile size: {index + 1}"
+            folder = f"profile.{index}-size-{index + 1}"
+            assert archive.read(f"{folder}/torch-details.txt").decode() == f"table for profile size: {index + 1}"
+            # a report that is not torch.profiler's table still comes as CSV, one line a row
+            assert archive.read(f"{folder}/torch-details.csv").decode().splitlines() == [
+                '"Line"', f'"table for profile size: {index + 1}"']
 
 
 def test_runner_failure_is_a_failed_full_result(tiny_payload):

@@ -7,7 +7,9 @@ loopback of the runner's network namespace. On a GPU host the same code takes NC
 from __future__ import annotations
 
 import base64
+import csv
 import io
+import json
 import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -117,11 +119,18 @@ def test_a_rank_that_does_not_communicate_fails_its_case_naming_the_rank(results
 def test_profile_mode_profiles_one_call_per_benchmark_with_torch_profiler(results):
     result = results["profile"]
     assert list(result.runs) == ["profile.0", "profile.1"]
-    for stage in result.runs.values():
+    for stage_key, stage in result.runs.items():
         run = stage.run
         assert run.success and run.passed, (run.result, run.stderr[-2000:])
         report = decode_report(run.result["benchmark.0.report"])
         assert "custom_kernel" in report and "Self CPU" in report, report
         assert stage.profile.profiler == "torch.profiler"
         with zipfile.ZipFile(io.BytesIO(base64.b64decode(stage.profile.trace))) as archive:
-            assert archive.read("benchmark.0.txt").decode() == report
+            folder = archive.namelist()[0].split("/")[0]
+            assert folder.startswith(f"profile.{stage_key[-1]}-")
+            assert archive.read(f"{folder}/torch-details.txt").decode().rstrip("\n") == report
+            rows = list(csv.reader(io.StringIO(archive.read(f"{folder}/torch-details.csv").decode())))
+            assert rows[0][:2] == ["Name", "Self CPU %"] and "custom_kernel" in [row[0] for row in rows[1:]]
+            manifest = json.loads(archive.read(f"{folder}/manifest.json"))
+            assert manifest["profiler"] == "torch.profiler" and manifest["fingerprint"].startswith("sha256:")
+            assert manifest["benchmark"]["index"] == int(stage_key[-1])

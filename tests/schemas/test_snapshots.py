@@ -239,6 +239,7 @@ CONTRACT_SAMPLES: dict[type[BaseModel], dict[str, Any]] = {
     contracts.CompileResult: dict(success=False, exit_code=1),
     contracts.RunResult: dict(success=True, passed=False, exit_code=112),
     contracts.ProfileResult: dict(profiler="ncu"),
+    contracts.ProfileOptions: dict(benchmark_index=3, kernel_name="regex:^gemm", launch_count=4, launch_skip=2),
     contracts.EvalResult: dict(start="2025-03-01T12:00:00Z"),
     contracts.FullResult: RESULT.model_dump(),
 }

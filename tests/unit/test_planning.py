@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.contracts import SUBMISSION_MARKER, PyConfig, Task
+from schemas.contracts import SUBMISSION_MARKER, ProfileOptions, PyConfig, Task
 from schemas.events import PlannedRun
 from services.dispatcher import planning
 
@@ -71,7 +71,7 @@ def test_no_gpu_no_runs() -> None:
     ("benchmark", 200),
     ("leaderboard", 10 + 200 + 3000),
     ("private", 10 + 200 + 3000),
-    ("profile", 2 * 200),  # one profile stage per benchmark
+    ("profile", 2 * 2 * 200),  # one profile stage per benchmark, each twice its timeout (capture, then export)
 ])
 def test_budget_is_compile_step_plus_stage_timeouts_plus_allowance(mode: str, stages: int) -> None:
     assert planning.COMPILE_BUDGET_S == 120
@@ -79,7 +79,13 @@ def test_budget_is_compile_step_plus_stage_timeouts_plus_allowance(mode: str, st
 
 
 def test_profile_without_benchmarks_still_has_one_stage() -> None:
-    assert planning.run_budget_s(task(benchmarks=0), "profile", 0) == 120 + 200
+    assert planning.run_budget_s(task(benchmarks=0), "profile", 0) == 120 + 2 * 200
+
+
+def test_a_profile_of_one_chosen_case_budgets_one_stage() -> None:
+    chosen = ProfileOptions(benchmark_index=1)
+    assert planning.run_budget_s(task(), "profile", 0, chosen) == 120 + 2 * 200
+    assert planning.run_budget_s(task(), "profile", 0, ProfileOptions(kernel_name="gemm")) == 120 + 2 * 2 * 200
 
 
 def test_budget_follows_the_task_and_the_allowance() -> None:

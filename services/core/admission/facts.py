@@ -12,7 +12,8 @@ from services.core.admission import policy
 def board_view(row) -> policy.LeaderboardView:
     """What the shared admission rules need to know of a leaderboard row."""
     return policy.LeaderboardView(name=row["name"], gpus=tuple(row["gpus"]), deadline=row["deadline"],
-                                  lang=row["task"].get("lang", "py"), visibility=row["visibility"])
+                                  lang=row["task"].get("lang", "py"), visibility=row["visibility"],
+                                  benchmarks=len(row["task"].get("benchmarks") or ()))
 
 
 def category_modes(category: str) -> tuple[str, ...]:

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from schemas.contracts import ProfileOptions
 from schemas.precheck_events import PrecheckFinding, PrecheckVerdict
 from services.core.admission import precheck
 from services.core.admission.refusal import Refusal, Refused, refuse
@@ -42,6 +43,7 @@ class LeaderboardView:
     deadline: datetime
     lang: str
     visibility: str = "public"
+    benchmarks: int = 0  # how many benchmark cases the task has (a profile request picks one by index)
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,19 @@ def check_mode(mode: str) -> str:
     if mode not in USER_MODES:
         refuse(400, f"Invalid submission mode value: '{mode}'")
     return mode
+
+
+def check_profile(board: LeaderboardView, mode: str, profile: ProfileOptions | None) -> None:
+    """Capture options belong to profile mode, and a chosen benchmark case must exist."""
+    if profile is None:
+        return
+    if mode != "profile":
+        refuse(400, "Capture options are for profile submissions only")
+    index = profile.benchmark_index
+    if index is not None and index >= board.benchmarks:
+        refuse(400, f"benchmark_index {index} is out of range: leaderboard '{board.name}' has "
+                    f"{board.benchmarks} benchmark case{'' if board.benchmarks == 1 else 's'} (0 to "
+                    f"{max(board.benchmarks - 1, 0)})")
 
 
 def check_leaderboard(name: str, board: LeaderboardView | None) -> LeaderboardView:
@@ -173,7 +188,8 @@ class Admitted:
 
 def judge(*, accepting: bool, applicant: Applicant, leaderboard_name: str, board: LeaderboardView | None,
           gpus: list[str], mode: str, file_name: str | None, content: bytes, now: datetime,
-          rate_limit: RateLimit | None = None, deadline_applies: bool = True) -> Admitted:
+          rate_limit: RateLimit | None = None, deadline_applies: bool = True,
+          profile: ProfileOptions | None = None) -> Admitted:
     """Every check of http-api.md §6 after authentication, in its order; raises the first refusal.
 
     `rate_limit` is the leaderboard's limit for this submission's category, None when there is none.
@@ -189,6 +205,7 @@ def judge(*, accepting: bool, applicant: Applicant, leaderboard_name: str, board
         check_gpu(board, gpu)
     if deadline_applies:
         check_deadline(board, now)
+    check_profile(board, mode, profile)
     name = normalise_file_name(file_name)
     code = check_file(board, name, content)
     check_streams(code)
@@ -200,12 +217,13 @@ def judge(*, accepting: bool, applicant: Applicant, leaderboard_name: str, board
 
 def admit(*, leaderboard_name: str, board: LeaderboardView | None, gpus: list[str], mode: str, file_name: str,
           code: str, now: datetime, accepting: bool = True, applicant: Applicant = Applicant(),
-          rate_limit: RateLimit | None = None, deadline_applies: bool = True) -> Refusal | None:
+          rate_limit: RateLimit | None = None, deadline_applies: bool = True,
+          profile: ProfileOptions | None = None) -> Refusal | None:
     """The dispatcher's authoritative decision on a received submission; None means accepted."""
     try:
         judge(accepting=accepting, applicant=applicant, leaderboard_name=leaderboard_name, board=board, gpus=gpus,
               mode=mode, file_name=file_name, content=code.encode("utf-8", errors="surrogatepass"), now=now,
-              rate_limit=rate_limit, deadline_applies=deadline_applies)
+              rate_limit=rate_limit, deadline_applies=deadline_applies, profile=profile)
     except Refused as refused:
         return refused.refusal
     return None

@@ -33,7 +33,7 @@ from services.core.admission.precheck import validate_overrides
 SIGNIFICANT = ("files", "config", "lang", "tests", "benchmarks", "ranking_by", "seed", "multi_gpu", "harness")
 NAME_RULE = re.compile(r"[a-z0-9][a-z0-9._-]*\Z")
 MAX_NAME_LENGTH = 95
-RESERVED_NAMES = frozenset({"admin", "auth", "user", "submission", "submissions", "submission_count", "gpus",
+RESERVED_NAMES = frozenset({"admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "profile",
                             "leaderboards", "runner_queue", "health", "docs", "openapi.json"})
 NO_CHANGES = "no changes"
 NEEDS_FORCE = "significant task changes require --force"

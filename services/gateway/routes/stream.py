@@ -16,7 +16,7 @@ from services.gateway import intake, ratelimit, sse
 from services.gateway.deps import CliUser
 
 RESERVED = ("admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "leaderboards",
-            "runner_queue", "health", "docs", "openapi.json")
+            "runner_queue", "health", "docs", "openapi.json", "profile")
 
 
 class LeaderboardSegment(Convertor[str]):
@@ -52,6 +52,12 @@ async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile,
     except BaseException:
         release()
         raise
+    return follow_stream(request, accepted, release)
+
+
+def follow_stream(request: Request, accepted: intake.Accepted, release,
+                  finish=sse.final_event) -> StreamingResponse:
+    """The SSE answer of an accepted submission; `release` frees its stream slot when the stream ends."""
     pool, submission_id = request.app.state.pool, accepted.submission_id
 
     async def read_state() -> sse.JobState | None:
@@ -66,5 +72,5 @@ async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile,
         stages = await repository.submission_runs(pool, submission_id)
         return results.outcomes(requests, stages, [accepted.gpu])
 
-    frames = sse.follow(submission_id, accepted.gpu, read_state, read_outcomes)
+    frames = sse.follow(submission_id, accepted.gpu, read_state, read_outcomes, finish=finish)
     return ratelimit.ReleasingStream(frames, release, media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)

@@ -1,0 +1,158 @@
+"""Profile mode's stages (docs/quickstart.md, "Profiling"): each chosen benchmark case under the host's profiler.
+
+On CUDA and ROCm hosts the harness runs under Nsight Compute or rocprofv3 (runner/profilers/), started cold and
+confined like every process of the run; the tool's files are read back through the same confinement, because in
+the full sandbox the run's TMPDIR is visible to its processes alone. On CPU hosts the harness's own torch.profiler
+table is the capture. Either way the stage's ProfileResult holds one zip in the same shape (runner/profilers/
+bundle.py), and a failed or empty capture fails the stage with the reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import sys
+from typing import Any
+
+from schemas.contracts import EvalResult, ProfileOptions, ProfileResult, RunPayload, SystemInfo
+
+from .launch import Starter
+from .process import ProcessOutcome, run_process
+from .profilers import Capture, tool_for
+from .profilers.base import HARNESS_ENV
+from .profilers.bundle import bundle, case_directory, fingerprint
+from .profilers.torch_table import DETAILS_CSV, DETAILS_TXT, table_csv, table_rows
+from .profiling import TORCH_PROFILER, decode_report, encode_report
+from .protocol import decode_output
+
+REPORT_LINES = 400  # of the details text, shown in the stage's report (the zip holds all of it)
+
+
+class ConfinedTool:
+    """runner/profilers/base.RunTool for one run: commands confined like the harness; their output and the files
+    read come back through the data pipe (16 MiB), not the 1 MiB stdout capture."""
+
+    def __init__(self, starter: Starter, env: dict[str, str], timeout: float) -> None:
+        self.box, self.env, self.timeout = starter.box, env, timeout
+
+    def start(self, argv: list[str], *, ranks: int = 1, env: dict[str, str] | None = None) -> ProcessOutcome:
+        return run_process(self.box.wrap(argv, self.timeout, ranks), cwd=str(self.box.run_dir),
+                           env=env or self.env, timeout=self.timeout, reap=self.box.kill_strays)
+
+    def run(self, argv: list[str]) -> tuple[int, str, str]:
+        outcome = self.start([sys.executable, "-I", "-S", "-c", RUN_TO_DATA, *argv])
+        return (outcome.exit_code, decode_output(bytes(outcome.data.data)),
+                decode_output(bytes(outcome.stderr.data)))
+
+    def files(self, directory: str) -> list[str]:
+        outcome = self.start([sys.executable, "-I", "-S", "-c", LIST_FILES, directory])
+        return sorted(line for line in decode_output(bytes(outcome.stdout.data)).splitlines() if line)
+
+    def read(self, path: str) -> bytes:
+        return bytes(self.start([sys.executable, "-I", "-S", "-c", COPY_TO_DATA, path]).data.data)
+
+
+# Small programs run confined by the run's interpreter (visible in every sandbox); the data pipe's number is in
+# POPCORN_DATA_FD (a shell's `>&N` takes one digit only).
+RUN_TO_DATA = ("import os, subprocess, sys\n"
+               "sys.exit(subprocess.call(sys.argv[1:], stdout=int(os.environ['POPCORN_DATA_FD'])))")
+LIST_FILES = ("import os, sys\n"
+              "for top, _, names in os.walk(sys.argv[1]):\n"
+              "    for name in names:\n"
+              "        print(os.path.relpath(os.path.join(top, name), sys.argv[1]))")
+COPY_TO_DATA = ("import os, shutil, sys\n"
+                "with open(sys.argv[1], 'rb') as source, os.fdopen(int(os.environ['POPCORN_DATA_FD']), 'wb') as out:\n"
+                "    shutil.copyfileobj(source, out)")
+
+
+def profile_case(plan_key: str, payload: RunPayload) -> tuple[int, dict[str, Any]]:
+    index = int(plan_key.removeprefix("profile."))
+    return index, payload.benchmarks[index]
+
+
+def run_profile_stage(argv: list[str], plan, payload: RunPayload, starter: Starter, env: dict[str, str],
+                      system: SystemInfo, finish) -> EvalResult:
+    """The stage: `argv` is the harness's own command line; `finish(argv, outcome)` makes its EvalResult."""
+    options = payload.profile or ProfileOptions()
+    tool = tool_for(system.runtime)
+    if tool is None:
+        outcome = starter.run(argv, timeout=plan.timeout, env=env)
+        return with_torch_profile(finish(argv, outcome), plan.key, payload, system, options)
+    if shutil.which(tool.capture_argv(options, "")[0], path=env.get("PATH")) is None:
+        evaluation = finish(argv, starter.run(argv, timeout=plan.timeout, env=env))
+        return failed(evaluation, f"{tool.name} is not installed on this runner")
+    confined = ConfinedTool(starter, env, plan.timeout)
+    out_dir = f"{starter.box.tmp}/{plan.key}"
+    confined.run([sys.executable, "-I", "-S", "-c", "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)",
+                  out_dir])
+    wrapped = [*tool.capture_argv(options, out_dir), *argv]
+    outcome = confined.start(wrapped, env={**env, **HARNESS_ENV})
+    evaluation = finish(wrapped, outcome)
+    run, stderr = evaluation.run, decode_output(bytes(outcome.stderr.data))
+    if run is None or not (run.success and run.passed):
+        reason = tool.failure(stderr)  # else the harness's own failure says more than the capture could
+        return failed(evaluation, reason) if reason else evaluation
+    capture = tool.collect(options, out_dir, confined, stderr)
+    return with_capture(evaluation, plan.key, payload, system, options, tool.name, tool.settings(options),
+                        capture, details=tuple(capture.files)[:2])
+
+
+def with_torch_profile(evaluation: EvalResult, plan_key: str, payload: RunPayload, system: SystemInfo,
+                       options: ProfileOptions) -> EvalResult:
+    run = evaluation.run
+    if run is None or not (run.success and run.passed):
+        return evaluation
+    table = decode_report(run.result.get("benchmark.0.report", ""))
+    if not table.strip():
+        return failed(evaluation, "the harness wrote no profile report")
+    rows = table_rows(table)  # [] when a problem's own harness writes its report in another form
+    if rows and options.kernel_name:
+        pattern = re.compile(options.kernel_name.removeprefix("regex:") if options.kernel_name.startswith("regex:")
+                             else re.escape(options.kernel_name))
+        rows = rows[:1] + [row for row in rows[1:] if row and pattern.search(row[0])]
+    if rows and len(rows) < 2:
+        return failed(evaluation, "torch.profiler recorded no operation" +
+                      (f" matching {options.kernel_name!r}" if options.kernel_name else ""))
+    settings = {"tool": TORCH_PROFILER, "kernel_name": options.kernel_name,
+                "ignored": [name for name in ("launch_count", "launch_skip") if getattr(options, name)]}
+    capture = Capture(files={DETAILS_TXT: table.encode(), DETAILS_CSV: table_csv(table, rows).encode()},
+                      kernels=[row[0] for row in rows[1:]])
+    return with_capture(evaluation, plan_key, payload, system, options, TORCH_PROFILER, settings, capture,
+                        details=(DETAILS_TXT, DETAILS_CSV))
+
+
+def with_capture(evaluation: EvalResult, plan_key: str, payload: RunPayload, system: SystemInfo,
+                 options: ProfileOptions, profiler: str, settings: dict[str, object], capture: Capture,
+                 details: tuple[str, ...]) -> EvalResult:
+    if capture.error:
+        return failed(evaluation, capture.error)
+    assert evaluation.run is not None
+    index, case = profile_case(plan_key, payload)
+    harness = {name: hashlib.sha256(text.encode()).hexdigest() for name, text in
+               sorted({**payload.sources, **payload.headers}.items()) if name != payload.submission_file}
+    host = {"gpu": system.gpu, "runtime": system.runtime, "torch": system.torch, "platform": system.platform}
+    manifest = {
+        "benchmark": {"index": index, "spec": evaluation.run.result.get("benchmark.0.spec", ""), "case": case},
+        "capture": {**settings, "kernels": capture.kernels, "truncated": capture.truncated},
+        "profiler": profiler, "system": system.model_dump(mode="json"),
+        "fingerprint": fingerprint({"case": case, "capture": settings, "host": host, "harness": harness,
+                                    "lang": payload.lang, "seed": payload.seed}),
+    }
+    trace = bundle(case_directory(index, case), capture.files, details, manifest)
+    text = capture.files[details[0]].decode("utf-8", errors="replace")
+    report = "\n".join(text.splitlines()[:REPORT_LINES])
+    result = {**evaluation.run.result, "profiler": profiler, "benchmark.0.report": encode_report(report)}
+    return evaluation.model_copy(update={"run": evaluation.run.model_copy(update={"result": result}),
+                                         "profile": ProfileResult(profiler=profiler, trace=trace)})
+
+
+def failed(evaluation: EvalResult, error: str) -> EvalResult:
+    """The stage failed for `error`: a failed or empty capture is an error, never an empty success."""
+    run = evaluation.run
+    if run is None:
+        return evaluation
+    result = {**run.result, "error": error}
+    return evaluation.model_copy(update={"run": run.model_copy(update={"passed": False, "result": result}),
+                                         "profile": None})
+
