@@ -15,11 +15,15 @@ from __future__ import annotations
 import csv
 import io
 
+from runner import toolchain
 from schemas.contracts import ProfileOptions
 
 from .base import Capture, RunTool
 
-NCU_VERSION = "2025.2.1"
+
+def ncu_version() -> str:
+    """The Nsight Compute release the NVIDIA image carries, from its toolchain manifest (runner/toolchains/)."""
+    return str(toolchain.load("nvidia").data["system"]["ncu"])
 NCU = "ncu"
 REPORT = "profile.ncu-rep"
 DETAILS_TXT = "ncu-details.txt"
@@ -33,7 +37,10 @@ DEFAULT_LAUNCH_COUNT = 64
 
 class NsightCompute:
     name = "Nsight Compute"
-    version = NCU_VERSION
+
+    @property
+    def version(self) -> str:
+        return ncu_version()
 
     def failure(self, stderr: str) -> str | None:
         errors = [line.removeprefix("==ERROR==").strip() for line in stderr.splitlines()
@@ -41,7 +48,7 @@ class NsightCompute:
         return f"Nsight Compute failed: {errors[-1]}" if errors else None
 
     def settings(self, options: ProfileOptions) -> dict[str, object]:
-        return {"tool": NCU, "version": NCU_VERSION, "nvtx_include": NVTX_RANGE, "set": SECTION_SET,
+        return {"tool": NCU, "version": ncu_version(), "nvtx_include": NVTX_RANGE, "set": SECTION_SET,
                 "target_processes": "all", "kernel_name": options.kernel_name,
                 "launch_skip": options.launch_skip, "launch_count": options.launch_count or DEFAULT_LAUNCH_COUNT}
 

@@ -12,11 +12,16 @@ import csv
 import io
 import re
 
+from runner import toolchain
 from schemas.contracts import ProfileOptions
 
 from .base import Capture, RunTool
 
-ROCPROF_VERSION = "rocprofv3 1.0.0 (ROCm 7.0)"
+
+def rocprof_version() -> str:
+    """rocprofv3 is the rocprofiler-sdk of the AMD image's ROCm release, from its toolchain manifest."""
+    return f"rocprofv3 (rocprofiler-sdk of ROCm {toolchain.load('amd').data['system']['rocm']})"
+
 ROCPROFV3 = "rocprofv3"
 DETAILS_TXT = "rocprof-details.txt"
 DETAILS_CSV = "rocprof-details.csv"
@@ -34,14 +39,17 @@ def name_pattern(kernel_name: str) -> str:
 
 class Rocprofv3:
     name = "rocprofv3"
-    version = ROCPROF_VERSION
+
+    @property
+    def version(self) -> str:
+        return rocprof_version()
 
     def failure(self, stderr: str) -> str | None:
         errors = [line.strip() for line in stderr.splitlines() if "rocprof" in line and "error" in line.lower()]
         return f"rocprofv3 failed: {errors[-1]}" if errors else None
 
     def settings(self, options: ProfileOptions) -> dict[str, object]:
-        return {"tool": ROCPROFV3, "version": ROCPROF_VERSION, "range": RANGE, "kernel_name": options.kernel_name,
+        return {"tool": ROCPROFV3, "version": rocprof_version(), "range": RANGE, "kernel_name": options.kernel_name,
                 "launch_skip": options.launch_skip, "launch_count": options.launch_count or DEFAULT_LAUNCH_COUNT}
 
     def capture_argv(self, options: ProfileOptions, out_dir: str) -> list[str]:

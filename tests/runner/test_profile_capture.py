@@ -15,7 +15,7 @@ import pytest
 
 from runner import execute as execute_module
 from runner.execute import execute
-from runner.profilers.ncu import NCU_VERSION
+from runner.profilers.ncu import ncu_version
 from runner.profiling import decode_report
 from schemas.contracts import ProfileOptions, RunPayload, SystemInfo
 from tests.support.fakes import gpu_profilers
@@ -73,7 +73,7 @@ def test_ncu_captures_the_steady_state_call_with_its_late_hot_kernel(tools, monk
     assert kernels == [SETUP] * 14 + [HOT, "epilogue(float*)"]
     assert kernels.index(HOT) >= 10  # where a capture of the first ten launches would have stopped
     manifest = json.loads(files["profile.0-n-4096/manifest.json"])
-    assert manifest["capture"]["version"] == NCU_VERSION == "2025.2.1"
+    assert manifest["capture"]["version"] == ncu_version() == "2025.2.1"
     assert manifest["capture"]["target_processes"] == "all" and manifest["capture"]["truncated"] is False
     assert manifest["benchmark"] == {"index": 0, "spec": "n: 4096", "case": {"n": 4096}}
     text = files["profile.0-n-4096/ncu-details.txt"].decode()
