@@ -20,7 +20,8 @@ from runner.competition import CompetitionFileError, competition_files, load_com
 from runner.taskfile import TaskFileError, load_problem
 from runner.toolchain import family_for_gpu, load
 from schemas.contracts import SUBMISSION_MARKER
-from services.dispatcher.catalogue import Catalogue, build_catalogue
+from services.dispatcher.catalogue import Catalogue
+from services.dispatcher.default_gpus import configured_catalogue
 from services.dispatcher.settings import DispatcherSettings
 
 # What a harness or reference may import without an image providing it: the submission, which the run supplies.
@@ -48,9 +49,7 @@ class ProblemCheck:
 
 def dispatcher_catalogue(source: str | None = None) -> Catalogue:
     """The catalogue as the dispatcher resolves GPU names (its settings, or `source` in place of KB_GPU_CATALOGUE)."""
-    settings = DispatcherSettings()
-    return build_catalogue(settings.gpu_catalogue if source is None else source, settings.local_gpus,
-                           settings.null_gpus)
+    return configured_catalogue(DispatcherSettings(), source)
 
 
 def _optional(tree: ast.AST) -> set[int]:
@@ -104,10 +103,14 @@ def check_problem(where: str, directory: Path, root: Path, gpus: list[str] | Non
         check.failures.append("names no GPU")
     for gpu in names:
         entry = catalogue.gpus.get(gpu)
-        if entry is None:
+        inactive = catalogue.inactive.get(gpu)
+        if entry is None and inactive is None:
             check.failures.append(f"{gpu}: not in the GPU catalogue")
             continue
-        family = family_for_gpu(gpu, entry.backend, entry.target, entry.queues)
+        # A default entry without its backend's credentials still says which image would serve it: the problem is
+        # checked against that image.
+        family = family_for_gpu(gpu, entry.backend, entry.target, entry.queues) if entry is not None \
+            else family_for_gpu(gpu, inactive.backend, inactive.target)
         if family is None:  # local and null GPUs run in this host's environment, which no manifest describes
             check.served.append(f"{gpu} ({entry.backend}, no image)")
             continue
@@ -117,7 +120,8 @@ def check_problem(where: str, directory: Path, root: Path, gpus: list[str] | Non
         missing = sorted(needed - toolchain.provided_modules)
         if missing:
             check.failures.append(f"{gpu}: the {family} image does not provide {', '.join(missing)}")
-        check.served.append(f"{gpu} ({family})")
+        # what an inactive entry lacks is `kernelbot runners`' to say, once for all its problems
+        check.served.append(f"{gpu} ({family}" + (", inactive)" if inactive else ")"))
     return check
 
 

@@ -10,8 +10,7 @@ from services.dispatcher import repository
 from services.dispatcher.backends.agent import AgentJobs, declare_job_consumers
 from services.dispatcher.backends.carry import PayloadLinks
 from services.dispatcher.backends.registry import build_lanes
-from services.dispatcher.catalogue import build_catalogue
-from services.dispatcher.default_gpus import credentials_of, default_catalogue
+from services.dispatcher.default_gpus import configured_catalogue
 from services.dispatcher.handlers import DispatchConfig, kit, router
 from services.dispatcher.rerun import router as rerun_router
 from services.dispatcher.scheduler import Scheduler
@@ -25,10 +24,7 @@ router.include_router(rerun_router)  # rejudge --rerun: fresh runs of ranked sub
 def create_app(settings: DispatcherSettings | None = None) -> FastStream:
     settings = settings or DispatcherSettings()
     # A broken catalogue stops the service at start, with the entry and field at fault, before it takes work.
-    credentials = credentials_of(settings)
-    defaults = (lambda backends, taken: default_catalogue(credentials, backends, taken)) \
-        if settings.default_gpus else None
-    catalogue = build_catalogue(settings.gpu_catalogue, settings.local_gpus, settings.null_gpus, defaults)
+    catalogue = configured_catalogue(settings)
     owner = settings.worker_id or f"{socket.gethostname()}-dispatcher"
     broker = service_broker(settings)
     state: dict = {}

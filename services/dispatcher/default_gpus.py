@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from services.dispatcher.catalogue import BUILDKITE_QUEUE, InactiveGpu
+from services.dispatcher.catalogue import BUILDKITE_QUEUE, Catalogue, InactiveGpu, build_catalogue
 
 MODAL_APP = "kernelbot-runners"
 BUILDKITE_PIPELINE = {"organization": "gpu-mode", "pipeline": "kernelbot-runner"}
@@ -134,3 +134,14 @@ def default_catalogue(credentials: Credentials, operator_backends: dict, taken: 
                  "arch": ARCH_OF_MODEL.get(prefix.partition("-")[2])}
         add(buildkite_name(prefix), entry, "buildkite", BUILDKITE_PIPELINE, lacks)
     return Defaults(backends, gpus, inactive)
+
+
+def configured_catalogue(settings, source: str | None = None) -> Catalogue:
+    """The catalogue as the dispatcher builds it from its settings: the operator's (KB_GPU_CATALOGUE, or `source`
+    in its place), the local and null GPUs, and upstream's names under every name those leave free unless
+    KB_DEFAULT_GPUS is off. The dispatcher and `kernelbot problems check` both resolve GPU names with it."""
+    credentials = credentials_of(settings)
+    defaults = (lambda backends, taken: default_catalogue(credentials, backends, taken)) \
+        if settings.default_gpus else None
+    return build_catalogue(settings.gpu_catalogue if source is None else source, settings.local_gpus,
+                           settings.null_gpus, defaults)

@@ -68,9 +68,14 @@ def test_a_gpu_outside_the_catalogue_fails(checkout):
     set_gpus(checkout, "linalg.yaml", ["H200"])
     code, lines = check(checkout)
     assert code == 1 and "FAIL  linalg.yaml/lu: H200: not in the GPU catalogue" in lines
-    # Without --catalogue the dispatcher's own resolution applies (KB_GPU_CATALOGUE, here unset).
+    # Without --catalogue the dispatcher's own resolution applies: KB_GPU_CATALOGUE (here unset), then upstream's
+    # names by default, whose entries say which image would serve them even without their backend's credentials.
     code, lines = check(FIXTURE, catalogue=None)
-    assert code == 1 and "FAIL  nvidia.yaml/fp4_scale: B200: not in the GPU catalogue" in lines
+    assert code == 0, lines
+    assert "ok    helion.yaml/row_norm: B200_Nebius (nvidia, inactive)" in lines
+    assert "ok    amd_distributed.yaml/amd-reduce-scatter: MI300x8 (amd, inactive)" in lines
+    code, lines = check(checkout, catalogue=None)
+    assert code == 1 and "FAIL  linalg.yaml/lu: H200: not in the GPU catalogue" in lines
 
 
 def test_a_cuda_problem_on_an_amd_gpu_fails_for_its_language(checkout):
