@@ -154,7 +154,14 @@ def serve(requests: int, replies: int) -> int:
         torch.distributed.init_process_group(backend, rank=rank, world_size=world_size)
     bind_event_timer(torch)
     try:
+        import submission
         from submission import custom_kernel
+
+        # Some reference-kernels problems ask for a compile_kernel() that builds the kernel once, untimed, before the
+        # stages (runner/stock_versions.py); it runs here, before the first request.
+        compile_kernel = getattr(submission, "compile_kernel", None)
+        if callable(compile_kernel):
+            compile_kernel()
     except BaseException as exc:  # noqa: BLE001 - the submission's import failure is its verdict
         write_frame(replies, {"kind": "failed", "error": f"importing the submission failed: {type(exc).__name__}: {exc}"})
         return 1

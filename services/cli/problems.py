@@ -73,6 +73,9 @@ def report_lines(report: dict) -> tuple[list[str], bool]:
         failed |= not benign
         lines.append(f"{'skipped' if benign else 'error  '}  {skip.get('name')}: {skip.get('reason')}")
     lines += [f"error    {item.get('name')}: {item.get('error')}" for item in report.get("errors", [])]
+    for name, harness in sorted(report.get("harness", {}).items()):
+        verdict = "protected" if harness.get("protected") else "UNPROTECTED"
+        lines.append(f"harness  {name}: {verdict}: {harness.get('reason')}")
     counts = (len(report.get("created", [])), len(report.get("updated", [])), len(report.get("skipped", [])),
               len(report.get("errors", [])))
     lines.append("{} created, {} updated, {} skipped, {} errors".format(*counts))
