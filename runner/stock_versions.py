@@ -1,7 +1,8 @@
 """The reference-kernels `eval.py` versions our harness knows, by SHA-256 of the file as committed (docs/authoring.md).
 
-Every version of every `problems/**/eval.py` in gpu-mode/reference-kernels' history (all branches) was read and sorted
-in one of two tables:
+Every version of every `problems/**/eval.py` in gpu-mode/reference-kernels' history (all branches), and of the other
+harness files that task.yml files ship under the name eval.py (`nvidia/eval_better_bench*.py`,
+`nvidia/nvfp4_gemm/eval_vicki.py`), was read and sorted in one of two tables:
 
 * STOCK_VERSIONS: the stage contract matches our supervisor/worker harness (stages test/benchmark/leaderboard/profile,
   `generate_input(**case)` per case, one `custom_kernel(data)` call per timed sample, `check_implementation(data,
@@ -27,6 +28,7 @@ TWO_ENTRY_POINTS = ("no generate_input/check_implementation: two entry points (f
     "forward+backward timing and a speed-up score against a baseline")
 UNCLONED_INPUTS = ("hands the kernel its inputs uncloned (the aiter fused MoE is said to give wrong results on copied weights); "
     "our worker always receives copies")
+YAML_CASES = ("reads the case file as YAML (an experimental per-problem copy), while the runner writes case lines")
 COMPILE_WITH_INPUT = ("compile_kernel takes a fixed generated input before the stages (replaced the same day)")
 
 STOCK_VERSIONS: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, what our harness reproduces)
@@ -229,4 +231,45 @@ NOT_REPRODUCED: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, why
         ("problems/princeton/cross_entropy_py/eval.py", TWO_ENTRY_POINTS),
     "249f9cdf235f8d122a0edacd0aef2d22e0484ea767115620350226bee3331e1a":
         ("problems/tri/cross_entropy_py/eval.py", TWO_ENTRY_POINTS),
+    # Harness files a task.yml ships under the name eval.py (`source: ../eval_better_bench.py`).
+    "082ddacf7a88692da2b46e3864f848c9c2afd7085433b19977b72c8360b22e4a":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+    "106951f2f0e9ea02f4c97fc3023ee2402e9d64fdf059b14ac3653b85062f4232":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "13d04864538ae4187859788c7249b66252a06a4853e887cd21cd47e1a7b51566":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+    "36835224754f9b5c125e4f0ce16b35024d6c6cf342c66d786770277f1f20a712":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "380734c7f47e467333140c0522a45c6f0ceaff9885f8a45a0c017b582d0f6973":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "46e23e266bc8c13c2151709b2e94b13938f869f6495260682ff569b7fc58d04a":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "47d688c3725a2d3780a78b7bc39eca0dc3826471e78fa75eddc7867397470414":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+    "538bc356ee202f6198316eee107cd04982b2030c1091ba41e2fb22db9bc21565":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "55e982f7356160305f990cb395b1bac200b179c9bbc7a0ef49b711fe639eca00":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", RENAMED_STAGES),
+    "58c38182aaaaedef58a6151228478ee6ed56fbb11496d7bc54fc9fe827abeb75":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "63f89aa52c58f21810a2b3f3fef1bd231619393ef4a8a4035b95cb7d6c902714":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "75fd3c0c371f497ac337519d1392439cb88d32014b86be9ebf81ab9c5791a533":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+    "7953b760981c43df985e67ffe2343deddf657054e2b188d0086ead7405d7a441":
+        ("problems/nvidia/nvfp4_gemm/eval_vicki.py", YAML_CASES),
+    "8fbb9c03a7d57115c530f47c95b98cc589fda017e7a07d35890e5a09a18a7fe9":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+    "99b28b74fa05fa8542be83f2ae55a93588963227cf8aee37935186e7d10f10da":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "9fec0075d3b8782d2d81dccacd38e08684574c69595db08b4034e1c187be9a26":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "adfbf61a62b98a7c3b2fa63d54c382b60c8248ba547d8e5a221926e3b23cfc15":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+    "b102186791b46dd803e3194773e4e336492e784d7efac02ea1ae6765b51bfcde":
+        ("problems/nvidia/eval_better_bench.py", RENAMED_STAGES),
+    "cf1b131646b0ef6989afd5ff917d5908cd73d406da827625c3efd7ab770f5fda":
+        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
+    "f30c7eef11d79f109f5ea2f508fa905b1598e793975d3299a504ae20e81b94a5":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
 }
