@@ -180,7 +180,10 @@ def test_update_problems_and_dev_leaderboards_and_deleting_them(platform, checko
 
     response = update(problem_set="bioml", visibility="closed")
     assert response.status_code == 200, response.text
-    assert response.json() == {"status": "ok", "created": ["trimul"], "updated": [], "skipped": [], "errors": []}
+    harness = {"protected": True, "reason": "KernelBot's supervisor/worker harness in place of the stock eval.py "
+                                            "(pmpp_v2 eval.py (KernelBot test rewrite))"}
+    assert response.json() == {"status": "ok", "created": ["trimul"], "updated": [], "skipped": [], "errors": [],
+                               "harness": {"trimul": harness}}
     assert platform.boards()["trimul"]["task"] == {}  # created closed: its task is not shown to anyone
     assert update(problem_set="bioml").json()["skipped"] == [{"name": "trimul", "reason": "no changes"}]
     assert set(update().json()["created"]) == FIXTURE_NAMES - {"trimul"}
