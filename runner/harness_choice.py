@@ -15,6 +15,7 @@ from there, and the long report shows it.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -22,18 +23,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from problems import PROBLEMS_ROOT
+from runner.stock_versions import NOT_REPRODUCED, STOCK_VERSIONS
 from schemas.contracts import PyConfig, RunPayload, Task
 
 # Known stock reference-kernels Python harnesses: SHA-256 of the UTF-8 text (as task.yml loading reads it, with
-# "\n" line endings) -> where it comes from. Only versions whose behaviour our harness reproduces belong here
-# (stages test/benchmark/leaderboard/profile; generate_input(**case) -> check_implementation(data, output) ->
-# (ok, message) or a message). A version is added here after review; `kernelbot harness identify FILE` prints a
-# file's hash and whether it is known.
+# "\n" line endings) -> where it comes from. Only versions whose behaviour our harness reproduces belong here (the
+# upstream versions and why each fits: runner/stock_versions.py); `kernelbot harness identify FILE` prints a file's
+# hash and whether it is known.
 STOCK_EVAL_PY: dict[str, str] = {
     # tests/fixtures/reference_kernels/problems/pmpp_v2/eval.py: a faithful rewrite of gpu-mode/reference-kernels
     # problems/pmpp_v2/eval.py (stages test/benchmark/leaderboard/profile) with a CPU stand-in for CUDA events.
-    # The upstream files' own hashes could not be taken here (no copy of upstream's exact bytes on this host).
     "daca68b34318212dff1e7617632479752f73fbbcddfce8d900dbcbb31ab35348": "pmpp_v2 eval.py (KernelBot test rewrite)",
+    **{sha: f"reference-kernels {paths.split(', ')[0]} sha256:{sha[:12]}" for sha, (paths, _) in STOCK_VERSIONS.items()},
 }
 
 # Runner hosts may add reviewed versions without a release: comma-separated SHA-256s (`kernelbot harness identify`).
@@ -74,6 +75,7 @@ class HarnessPlan:
         return self.info.get("protected") == "true"
 
 
+@functools.cache
 def _ours(name: str, directory: Path = OUR_PY_DIR) -> str:
     return (directory / name).read_text(encoding="utf-8")
 
@@ -88,16 +90,24 @@ def _info(kind: str, version: str, protected: bool, reason: str, main_sha: str, 
             "main_sha256": main_sha, **extra}
 
 
-def has_reference_kernels_shape(payload: RunPayload) -> str:
-    """Empty when the payload's files have the standard shape our harness can drive, else what is missing."""
-    reference = payload.sources.get(REFERENCE_FILE)
+def not_ours(main: str, main_sha: str) -> str:
+    """Why a main file that is not a known stock version cannot be replaced by our harness."""
+    known = NOT_REPRODUCED.get(main_sha)
+    if known:
+        return f"its {main} is reference-kernels {known[0].split(', ')[0]} (sha256 {main_sha[:12]}), which {known[1]}"
+    return f"its {main} (sha256 {main_sha[:12]}) is not a known stock reference-kernels harness"
+
+
+def has_reference_kernels_shape(sources: dict[str, str]) -> str:
+    """Empty when the files have the standard shape our harness can drive, else what is missing."""
+    reference = sources.get(REFERENCE_FILE)
     if reference is None:
         return f"it has no {REFERENCE_FILE}"
     missing = [name for name in REFERENCE_FUNCTIONS if not re.search(rf"^(def {name}\b|{name}\s*=)", reference,
                                                                       re.MULTILINE)]
     if missing:
         return f"its {REFERENCE_FILE} defines no {', '.join(missing)}"
-    clashing = [name for name in OUR_PY_FILES if name in payload.sources]
+    clashing = [name for name in OUR_PY_FILES if name in sources]
     if clashing:
         return f"its files already use the names {', '.join(clashing)}"
     return ""
@@ -107,6 +117,28 @@ def harness_field_applies(task: Task) -> bool:
     """Whether a task's `harness` can change what judges it: not for CUDA (the harness is whichever eval.cu the task
     ships) nor for a task whose main is already our own eval.py."""
     return isinstance(task.config, PyConfig) and task.files.get(task.config.main) != _ours("eval.py")
+
+
+def protection_of(task: Task) -> tuple[bool, str]:
+    """Whether runs of a board with this task are judged by a protected harness, and why (or why not): the same
+    decision `choose_harness` takes for each run, made on the stored task so that the board can show it."""
+    if not isinstance(task.config, PyConfig):
+        ours = OUR_CU_HARNESS.read_text(encoding="utf-8")
+        if any(text == ours for text in task.files.values()):
+            return True, "KernelBot's CUDA harness"
+        return False, UNPROTECTED
+    main = task.files.get(task.config.main, "")
+    main_sha = content_sha256(main)
+    if main == _ours("eval.py"):
+        return True, "KernelBot's supervisor/worker harness"
+    if task.harness != "kernelbot":
+        return False, f"the task asks for its own harness (harness: problem); {UNPROTECTED}"
+    stock = known_stock_versions().get(main_sha)
+    missing = "" if stock else not_ours(task.config.main, main_sha)
+    missing = missing or has_reference_kernels_shape(task.files)
+    if missing:
+        return False, f"KernelBot's harness cannot take its place: {missing}; {UNPROTECTED}"
+    return True, f"KernelBot's supervisor/worker harness in place of the stock {task.config.main} ({stock})"
 
 
 def choose_harness(payload: RunPayload) -> HarnessPlan:
@@ -123,9 +155,8 @@ def choose_harness(payload: RunPayload) -> HarnessPlan:
         return HarnessPlan(payload, _info("problem", f"problem {payload.main} sha256:{main_sha[:12]}", False,
                                           UNPROTECTED, main_sha))
     stock = known_stock_versions().get(main_sha)
-    missing = "" if stock else (f"its {payload.main} (sha256 {main_sha[:12]}) is not a known stock "
-                                f"reference-kernels harness")
-    missing = missing or has_reference_kernels_shape(payload)
+    missing = "" if stock else not_ours(payload.main or "", main_sha)
+    missing = missing or has_reference_kernels_shape(payload.sources)
     if missing:
         return HarnessPlan(payload, _info("problem", f"problem {payload.main} sha256:{main_sha[:12]}", False,
                                           f"KernelBot's harness cannot take its place: {missing}; {UNPROTECTED}",

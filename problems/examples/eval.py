@@ -36,14 +36,17 @@ import sys
 
 from harness_supervisor import Channel, Harness, worker_files
 
-HARNESS_VERSION = "kernelbot-examples 0.4.0"
+HARNESS_VERSION = "kernelbot-examples 0.5.0"
 EXIT_FAILED, EXIT_NO_FD, EXIT_BAD_INPUT, EXIT_USAGE = 112, 111, 113, 2
 STAGES = ("test", "benchmark", "leaderboard", "profile")
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
 # The chain extension of the protocol (docs/harness-protocol.md): the runner, seeing this name in the harness's
 # text, starts `eval.py chain STAGE=CASEFILE ...` once per run instead of one process per stage.
 CHAIN, CHAIN_FD_VARIABLE = "chain", "KERNELBOT_HARNESS_CHAIN_FD"
-PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[-+0-9,\s]*\]|[+-]?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\s*\Z")
+# Values: an integer, a word, a [list] or (tuple) of integers; the words true/false are booleans (reference-kernels
+# harnesses since 2026 read them so, runner/stock_versions.py).
+PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[-+0-9,\s]*\]|\([-+0-9,\s]*\)|[+-]?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\s*\Z")
+BOOLEANS = {"true": True, "false": False}
 
 
 def parse_case_line(line: str) -> dict:
@@ -53,8 +56,11 @@ def parse_case_line(line: str) -> dict:
         if not match:
             raise ValueError(f"bad case line {line!r}")
         key, raw = match.groups()
-        if raw.startswith("["):
-            case[key] = [int(x) for x in raw[1:-1].split(",") if x.strip()]
+        if raw[0] in "[(":
+            items = [int(x) for x in raw[1:-1].split(",") if x.strip()]
+            case[key] = items if raw[0] == "[" else tuple(items)
+        elif raw in BOOLEANS:
+            case[key] = BOOLEANS[raw]
         elif raw[0] in "+-0123456789":
             case[key] = int(raw)
         else:

@@ -84,6 +84,11 @@ def follow(url: str, ident: str, submission_id: int, on_change, poll_s: float = 
             time.sleep(poll_s)
 
 
+def leaderboards(url: str) -> list[dict]:
+    with httpx.Client(base_url=url, timeout=30) as client:
+        return _check(client.get("/leaderboards"))
+
+
 def ranking(url: str, leaderboard: str, gpu: str) -> list[dict]:
     with httpx.Client(base_url=url, timeout=30) as client:
         return _check(client.get(f"/submissions/{leaderboard}/{gpu}"))

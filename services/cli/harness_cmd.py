@@ -14,7 +14,7 @@ harness_app = typer.Typer(help="Which harness judges a problem.", no_args_is_hel
 @harness_app.command("identify")
 def identify(paths: Annotated[list[Path], typer.Argument(help="eval.py files to identify")]) -> None:
     """Print each file's SHA-256 and whether it is a known stock harness."""
-    from runner.harness_choice import content_sha256, known_stock_versions
+    from runner.harness_choice import content_sha256, known_stock_versions, not_ours
 
     for path in paths:
         try:
@@ -23,7 +23,7 @@ def identify(paths: Annotated[list[Path], typer.Argument(help="eval.py files to 
             raise typer.BadParameter(f"cannot read {path}: {exc}") from exc
         sha = content_sha256(text)
         known = known_stock_versions().get(sha)
-        verdict = f"stock: {known}" if known else "not a known stock harness: the problem keeps it, unprotected"
+        verdict = f"stock: {known}" if known else f"{not_ours(path.name, sha)}: the problem keeps it, unprotected"
         typer.echo(f"{sha}  {path}  {verdict}")
 
 

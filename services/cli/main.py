@@ -154,9 +154,14 @@ def leaderboard_show(name: str, gpu: Annotated[str, typer.Option("--gpu", "-g")]
     """Print the ranking of a leaderboard on one GPU."""
     try:
         rows = client.ranking(url or client.default_url(), name, gpu)
+        harness = next((board.get("harness") for board in client.leaderboards(url or client.default_url())
+                        if board["name"].lower() == name.lower()), None)
     except client.ApiError as exc:
         typer.echo(f"Error: {exc}", err=True)
         raise typer.Exit(1) from exc
+    if harness:
+        verdict = "protected" if harness.get("protected") else "UNPROTECTED"
+        typer.echo(f"harness: {verdict}: {harness.get('reason')}")
     if not rows:
         typer.echo(f"No ranked submissions on {name} ({gpu}) yet.")
         return

@@ -75,6 +75,9 @@ def report_lines(report: dict) -> tuple[list[str], bool]:
         skipped, broken = skipped + benign, broken + (not benign)
         lines.append(f"{'skipped' if benign else 'error  '}  {skip.get('name')}: {skip.get('reason')}")
     lines += [f"error    {item.get('name')}: {item.get('error')}" for item in report.get("errors", [])]
+    for name, harness in sorted(report.get("harness", {}).items()):
+        verdict = "protected" if harness.get("protected") else "UNPROTECTED"
+        lines.append(f"harness  {name}: {verdict}: {harness.get('reason')}")
     # A problem the platform skipped because it is broken counts as an error, as its line says.
     errors = broken + len(report.get("errors", []))
     lines.append(f"{len(report.get('created', []))} created, {len(report.get('updated', []))} updated, "

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from runner.harness_choice import protection_of
+from schemas.contracts import Task
 from services.core.noise import Noise
 
 SECRET_HIDDEN_MODES = ("test", "benchmark")
@@ -48,8 +50,18 @@ def leaderboard(row, *, accessible: bool) -> dict[str, Any]:
     return {
         "id": row["id"], "name": row["name"], "description": row["description"] or "", "task": task,
         "deadline": timestamp(row["deadline"]), "gpu_types": sorted(row["gpus"]), "visibility": row["visibility"],
-        "creator_id": row["creator_id"], "forum_id": row["forum_id"],
+        "creator_id": row["creator_id"], "forum_id": row["forum_id"], "harness": board_harness(row["task"]),
     }
+
+
+def board_harness(task: dict[str, Any]) -> dict[str, Any]:
+    """Whether the board's runs are judged by a protected harness, and why (docs/authoring.md); a platform extension
+    of GET /leaderboards. Shown for closed boards too: it says nothing about the task's files."""
+    try:
+        protected, reason = protection_of(Task.model_validate(dict(task)))
+    except ValueError as exc:
+        return {"protected": False, "reason": f"the stored task cannot be read: {exc}"}
+    return {"protected": protected, "reason": reason}
 
 
 def stage_run(row) -> dict[str, Any]:

@@ -59,6 +59,7 @@ def test_up_submit_show_stop_and_up_again(tmp_path):
         shown = subprocess.run([*KERNELBOT, "leaderboard", "show", "identity_py", "--gpu", "cpu"], env=env,
                                capture_output=True, text=True, timeout=60)
         assert shown.returncode == 0, shown.stderr
+        assert "harness: protected: KernelBot's supervisor/worker harness" in shown.stdout, shown.stdout
         [row] = [line.split() for line in shown.stdout.splitlines() if line.strip().startswith("1 ")]
         assert row[0] == "1" and float(row[2]) > 0
     finally:

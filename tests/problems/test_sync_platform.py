@@ -116,9 +116,22 @@ def platform(nats_url, database_url, tmp_path, checkout, archive_server):
 def test_problems_sync_creates_then_skips_then_updates_and_reports_a_broken_task(platform, checkout):
     code, lines, err = sync(platform, checkout)
     assert code == 0, err
-    assert sorted(lines[:-1]) == sorted(f"created  {name}" for name in FIXTURE_NAMES)
+    harness = {line.split(":")[0].removeprefix("harness  "): line for line in lines if line.startswith("harness  ")}
+    assert sorted(line for line in lines[:-1] if not line.startswith("harness")) == \
+        sorted(f"created  {name}" for name in FIXTURE_NAMES)
     assert lines[-1] == "4 created, 0 updated, 0 skipped, 0 errors"
+    # Each board says whether our harness judges it: the stock eval.py is replaced, a problem's own rewrite of it
+    # and a foreign CUDA harness are not (and say why).
+    assert set(harness) == FIXTURE_NAMES
+    assert harness["vectoradd_v2"].startswith("harness  vectoradd_v2: protected: KernelBot's supervisor/worker "
+                                              "harness in place of the stock eval.py")
+    assert harness["grayscale_v2"].startswith("harness  grayscale_v2: UNPROTECTED: KernelBot's harness cannot take "
+                                              "its place: its eval.py (sha256 ")
+    assert harness["matmul_cu_v2"].startswith("harness  matmul_cu_v2: UNPROTECTED: the problem's own harness")
     boards = platform.boards()
+    assert boards["vectoradd_v2"]["harness"]["protected"] is True
+    assert boards["grayscale_v2"]["harness"] == {"protected": False, "reason": harness["grayscale_v2"].split(
+        "UNPROTECTED: ", 1)[1]}
     assert FIXTURE_NAMES <= set(boards)
     assert boards["vectoradd_v2"]["description"].startswith("Implement a float16 vector addition kernel.")
     assert platform.http.get("/gpus/vectoradd_v2").json() == ["A100", "B200", "H100", "L4"]
@@ -126,7 +139,9 @@ def test_problems_sync_creates_then_skips_then_updates_and_reports_a_broken_task
     assert len(archived(platform.database_url, "LeaderboardCreated")) == 4
 
     code, lines, _ = sync_here(platform, checkout)
-    assert code == 0 and sorted(lines[:-1]) == sorted(f"skipped  {name}: no changes" for name in FIXTURE_NAMES)
+    assert code == 0 and sorted(line for line in lines[:-1] if not line.startswith("harness")) == \
+        sorted(f"skipped  {name}: no changes" for name in FIXTURE_NAMES)
+    assert sum(line.startswith("harness  ") for line in lines) == len(FIXTURE_NAMES)  # unchanged boards say it too
 
     edit_task(checkout, "pmpp_v2/vectoradd_py", description="Add two vectors, faster.")
     code, lines, _ = sync_here(platform, checkout, "--problem-set", "pmpp_v2")
@@ -165,7 +180,10 @@ def test_update_problems_and_dev_leaderboards_and_deleting_them(platform, checko
 
     response = update(problem_set="bioml", visibility="closed")
     assert response.status_code == 200, response.text
-    assert response.json() == {"status": "ok", "created": ["trimul"], "updated": [], "skipped": [], "errors": []}
+    harness = {"protected": True, "reason": "KernelBot's supervisor/worker harness in place of the stock eval.py "
+                                            "(pmpp_v2 eval.py (KernelBot test rewrite))"}
+    assert response.json() == {"status": "ok", "created": ["trimul"], "updated": [], "skipped": [], "errors": [],
+                               "harness": {"trimul": harness}}
     assert platform.boards()["trimul"]["task"] == {}  # created closed: its task is not shown to anyone
     assert update(problem_set="bioml").json()["skipped"] == [{"name": "trimul", "reason": "no changes"}]
     assert set(update().json()["created"]) == FIXTURE_NAMES - {"trimul"}

@@ -219,7 +219,7 @@ def test_kernelbot_harness_identify_says_which_files_are_stock():
     stock_line, custom_line = done.output.splitlines()
     assert stock_line.startswith(content_sha256(STOCK)) and stock_line.endswith("stock: pmpp_v2 eval.py (KernelBot "
                                                                                   "test rewrite)")
-    assert custom_line.endswith("not a known stock harness: the problem keeps it, unprotected")
+    assert custom_line.endswith("is not a known stock reference-kernels harness: the problem keeps it, unprotected")
 
 
 def test_a_runner_host_may_add_reviewed_stock_versions(monkeypatch):

@@ -21,7 +21,7 @@ from runner.competition import (
     load_competition,
     parse_deadline,
 )
-from runner.harness_choice import harness_field_applies
+from runner.harness_choice import harness_field_applies, protection_of
 from runner.taskfile import TASK_FILE_NAME, LoadedProblem, TaskFileError, load_problem
 from schemas.contracts import Task
 from schemas.envelope import Event
@@ -63,9 +63,13 @@ class SyncPlan:
     skipped: list[dict[str, str]] = field(default_factory=list)
     errors: list[dict[str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    # Per board this sync created, updated or found unchanged: whether its runs get a protected harness, and why
+    # (runner/harness_choice.py `protection_of`), so that an organiser sees it before the first submission.
+    harness: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def report(self) -> dict[str, Any]:
-        return {"created": self.created, "updated": self.updated, "skipped": self.skipped, "errors": self.errors}
+        return {"created": self.created, "updated": self.updated, "skipped": self.skipped, "errors": self.errors,
+                "harness": self.harness}
 
     def fail(self, event: Event, error: str) -> None:
         """An event that could not be stored: its name moves from created/updated to errors."""
@@ -184,6 +188,10 @@ def _plan_entry(plan: SyncPlan, root: Path, entry: CompetitionEntry, boards: dic
         _plan_create(plan, name, entry, problem, deadline, boards, visibility, new_secret, event_tag)
     else:
         _plan_update(plan, board, problem, deadline, boards, force, event_tag)
+    if name in boards and (name in plan.created or name in plan.updated or
+                           {"name": boards[name].name, "reason": NO_CHANGES} in plan.skipped):
+        protected, reason = protection_of(Task.model_validate(boards[name].task))
+        plan.harness[name] = {"protected": protected, "reason": reason}
 
 
 def _plan_create(plan: SyncPlan, name: str, entry: CompetitionEntry, problem: LoadedProblem, deadline: datetime,
