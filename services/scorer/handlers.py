@@ -24,7 +24,7 @@ from schemas.precheck_events import PrecheckCleared, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
 from services.kit.runtime import durable_consumer
-from services.scorer import best, best_repository, fingerprints, rejudge, repository, scoring
+from services.scorer import best, fingerprints, rejudge, repository, scoring
 from services.scorer.settings import ScorerSettings
 
 
@@ -88,7 +88,7 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
             hardware=score.hardware, **tags,
         )
         events.append(computed)
-        events.extend(await best.refresh(conn, await best_repository.record(conn, [computed]), _scored(row)))
+        events.extend(await best.scored(conn, computed, _scored(row)))
     for rejection in decision.rejections:
         events.append(ScoreRejected(submission_id=submission_id, leaderboard=row["leaderboard"], gpu=rejection.gpu,
                                     reason=rejection.reason, **tags))
