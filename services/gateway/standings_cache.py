@@ -7,8 +7,8 @@ ranking, and who may see the board is decided on every request, cached or not. T
 the last event that touched the standings, the same on every replica and after a replay: it makes a strong ETag.
 
 While a competition is live the standings move many times a second and every change outdates every cached answer.
-So a change costs one render per (board, GPU, variant), however many requests arrive (docs/operations.md, "Reads
-while a board is live"):
+So a change costs at most one render per (board, GPU, variant), however many requests arrive (docs/operations.md,
+"Standings and cached rankings"):
 
 - a request answers with any body rendered for its own version or a newer one: a body is rendered by a read that
   began after its version was read, so it shows at least that version's standings;
@@ -32,7 +32,7 @@ from typing import Any
 from fastapi import Request, Response
 
 from services.kit.listener import Listener
-from services.kit.metrics import STANDINGS_CACHE
+from services.kit.metrics import STANDINGS_CACHE, STANDINGS_RENDERS
 
 log = logging.getLogger("kernelbot.gateway.cache")
 
@@ -100,7 +100,7 @@ class StandingsCache:
         self._boards[(board_id, gpu)] = _Held(version)
         for variant, entry in held.entries.items():
             if entry.read and entry.render is not None:
-                self._rendered(board_id, gpu, version, variant, entry.render)
+                self._rendered(board_id, gpu, version, variant, entry.render, "ahead")
 
     def clear(self) -> None:
         self._boards.clear()
@@ -124,16 +124,17 @@ class StandingsCache:
 
     async def rendered(self, board_id: int, gpu: str, version: int, variant: Hashable, render: Render) -> Entry:
         """After a miss: the body of the render in flight for `version` or later, else of a render started now."""
-        entry = await asyncio.shield(self._rendered(board_id, gpu, version, variant, render))
+        entry = await asyncio.shield(self._rendered(board_id, gpu, version, variant, render, "request"))
         entry.read = True
         return entry
 
-    def _rendered(self, board_id: int, gpu: str, version: int, variant: Hashable,
-                  render: Render) -> asyncio.Future[Entry]:
+    def _rendered(self, board_id: int, gpu: str, version: int, variant: Hashable, render: Render,
+                  cause: str) -> asyncio.Future[Entry]:
         """The render of `variant` for `version` or a newer one: the one in flight, else a new one."""
         flight = self._rendering.get((board_id, gpu, variant))
         if flight is not None and flight[0] >= version:
             return flight[1]
+        STANDINGS_RENDERS.labels(cause).inc()
         future: asyncio.Future[Entry] = asyncio.get_running_loop().create_future()
         future.add_done_callback(_consumed)
         self._rendering[(board_id, gpu, variant)] = (version, future)
