@@ -26,7 +26,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from live import cpu_seconds  # noqa: E402
+from freshness import cpu_seconds  # noqa: E402
 from ranked_events import T0, submission_events, users  # noqa: E402
 
 from schemas.envelope import Event  # noqa: E402
