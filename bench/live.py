@@ -5,11 +5,12 @@ subprocesses, a board filled with N ranked submissions by U users through the re
 ranked submissions are published at a steady rate (none, 5/s, 50/s), each a new best for its user and one in ten a
 new #1, while `wrk` reads `GET /submissions/{board}/{gpu}?limit=20` at c=64. Each phase prints wrk's req/s, p50 and
 p99, how long a new #1 took from the publish of its ScoreComputed to the ranking (and to the web page, and, with the
-scorer on, to the LeaderboardRankChanged that Discord's podium follows), and the CPU each process used. The phases
-run with the scorer off, then on (it first judges the whole history again, as the issue's measurement had it).
+scorer on, to the LeaderboardRankChanged that Discord's podium follows), and the CPU each process used. By default
+the scorer runs from the start (it judges the history as it is filled, as the issue's measurement had it) and the
+phases run with it on, then again once it is stopped.
 
     apt-get install -y wrk
-    .venv/bin/python bench/live.py --submissions 20000 --users 1000
+    .venv/bin/python bench/live.py --submissions 20000 --users 1000 --scorer on,off
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from freshness import Watch, cpu_seconds, watch_http, watch_podium, watch_projection  # noqa: E402
-from ranked_events import submission_events, users  # noqa: E402
-from read import BOARD, GPU, projected, publish_history, wrk  # noqa: E402
+from ranked_events import ranked_history, submission_events, users  # noqa: E402
+from read import BOARD, GPU, PUBLISH_WINDOW, projected, wrk  # noqa: E402
 
 from schemas.streams import EVENTS  # noqa: E402
 from services.kit.bus import MSG_ID_HEADER, encode  # noqa: E402
@@ -45,6 +46,7 @@ from tests.support.platform import Platform, identity_board  # noqa: E402
 
 RANKING = f"/submissions/{BOARD}/{GPU}?limit=20"
 PAGE = f"/web/leaderboards/{BOARD}?gpu={GPU}"
+FILL_CHUNK = 1000  # submissions published at once while the scorer runs
 NEW_TOP_EVERY = 10  # one live submission in ten is a new #1
 # The goals of issue #25: at 50/s with the scorer on, >= half the quiet req/s with p99 <= 20 ms; a new #1 seen within
 # 100 ms p50 and 500 ms max.
@@ -97,6 +99,34 @@ async def publish_live(js, live: Live, rate: float, stop: asyncio.Event, watch: 
         await asyncio.sleep(max(0.0, started + sent / rate - time.monotonic()))
     await asyncio.gather(*tasks)
     return sent
+
+
+async def publish_all(nats_url: str, batches: list[list]) -> None:
+    client = await nats.connect(nats_url)
+    try:
+        js = client.jetstream(publish_async_max_pending=PUBLISH_WINDOW)
+        for events in batches:
+            for event in events:
+                await js.publish_async(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
+                                       stream=EVENTS.name)
+        await asyncio.wait_for(js.publish_async_completed(), 120)
+    finally:
+        await client.close()
+
+
+def fill(nats_url: str, database_url: str, submissions: int, people, scorer: bool) -> None:
+    """The history, projected by the ledger; judged by the scorer as well when it runs, in chunks it can take (a
+    backlog of thousands overflows its consumers, which then wait for redeliveries)."""
+    asyncio.run(publish_all(nats_url, [[person] for person in people]))
+    history = list(ranked_history(submissions, people, BOARD, GPU, secret=True))
+    chunk = FILL_CHUNK if scorer else len(history)
+    for first in range(0, len(history), chunk):
+        asyncio.run(publish_all(nats_url, history[first:first + chunk]))
+        if scorer:
+            asyncio.run(scorer_caught_up(database_url, min(len(history), first + chunk), 900))
+    total = len(people) + sum(len(events) for events in history) + 1  # and the board
+    while asyncio.run(projected(database_url)) < total:
+        time.sleep(0.5)
 
 
 async def outbox_drained(database_url: str) -> None:
@@ -198,7 +228,8 @@ def main() -> None:
     parser.add_argument("--users", type=int, default=1_000)
     parser.add_argument("--seconds", type=int, default=10, help="duration of each wrk run")
     parser.add_argument("--rates", default="0,5,50", help="new ranked submissions per second, one phase each")
-    parser.add_argument("--scorer", default="off,on", help="the scorer's states, in order")
+    parser.add_argument("--scorer", default="on,off", help="the scorer's states, in order; first on: it runs from the "
+                        "start and judges the history as it is filled; off then on: it judges it all when started")
     # a page costs a render of its 500 rows per change it is read at: read as a person would refresh it, only faster
     parser.add_argument("--page-every", type=float, default=0.025, help="seconds between reads of the web page while "
                         "a new #1 is awaited there; 0: the page is not read")
@@ -217,17 +248,22 @@ def main() -> None:
         try:
             platform.start("ledger", "gateway")
             platform.add_boards(identity_board(BOARD, [GPU]))
-            people = users(args.users)
+            people, states = users(args.users), args.scorer.split(",")
+            if states[0] == "on":
+                platform.start("scorer")
             started = time.monotonic()
-            published = asyncio.run(publish_history(nats_server.url, args.submissions, people, secret=True))
-            while asyncio.run(projected(database_url)) < published + 1:
-                time.sleep(0.5)
+            fill(nats_server.url, database_url, args.submissions, people, states[0] == "on")
             print(f"filled: {args.submissions} ranked submissions by {args.users} users in "
-                  f"{time.monotonic() - started:.1f} s", flush=True)
+                  f"{time.monotonic() - started:.1f} s{', judged by the scorer' if states[0] == 'on' else ''}",
+                  flush=True)
             live = Live(asyncio.run(standings_now(database_url)), {p.user_id: p for p in people}, args.submissions)
             results: dict[tuple[bool, float], dict] = {}
-            for state in args.scorer.split(","):
+            for state in states:
                 scorer = state == "on"
+                if not scorer and "scorer" in platform.children:
+                    stopping = platform.children.pop("scorer")
+                    stopping.terminate()
+                    stopping.wait()
                 if scorer and "scorer" not in platform.children:
                     platform.start("scorer")
                     cpu_before = cpu_seconds({"scorer": platform.children["scorer"].pid, "postgres": pg.pid})
