@@ -92,15 +92,17 @@ async def watch_projection(database_url: str, watch: Watch) -> asyncpg.Connectio
 
 
 def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
-    """User+system CPU of each process and its children (Postgres: the server and its backends)."""
+    """User+system CPU of each process and its children (Postgres: the server and its backends), those that ended
+    included (the parent's account of its reaped children)."""
     totals = {}
     for name, pid in pids.items():
         try:
             process = psutil.Process(pid)
-            family = [process, *process.children(recursive=True)]
+            own = process.cpu_times()
+            total = own.user + own.system + own.children_user + own.children_system
+            family = process.children(recursive=True)
         except psutil.NoSuchProcess:
             continue
-        total = 0.0
         for each in family:
             try:
                 times = each.cpu_times()
