@@ -49,18 +49,27 @@ def _stage(mean_ns: float, err_ns: float, stage: str) -> EvalResult:
 
 
 def submission_events(submission_id: int, board: str, gpu: str, user: CliUserRegistered, mean_ns: float,
-                      at: datetime) -> list[Event]:
+                      at: datetime, secret: bool = False) -> list[Event]:
+    """With `secret`, the ranked run has its secret twin, as a real ranked submission does: a running scorer then
+    scores it (and moves its best table) instead of refusing it for the missing twin."""
     run_id = f"{submission_id}.{gpu}.public"
     tags = {"correlation_id": str(submission_id), "occurred_at": at}
     result = FullResult(success=True, system=SystemInfo(gpu=gpu),
                         runs={s: _stage(mean_ns, mean_ns * 0.01, s) for s in ("test", "benchmark", "leaderboard")})
+    runs = [PlannedRun(run_id=run_id, gpu=gpu, mode="leaderboard")]
+    twins: list[Event] = []
+    if secret:
+        runs.append(PlannedRun(run_id=f"{submission_id}.{gpu}.secret", gpu=gpu, mode="leaderboard", secret=True))
+        twins.append(RunCompleted(run_id=runs[1].run_id, submission_id=submission_id, leaderboard=board, gpu=gpu,
+                                  mode="leaderboard", secret=True, backend="bench", result=result, **tags))
     return [
         SubmissionReceived(submission_id=submission_id, leaderboard=board, gpus=[gpu], mode="leaderboard",
                            user_id=user.user_id, user_name=user.user_name, file_name=f"k{submission_id}.py",
                            code=CODE, **tags),
         SubmissionAccepted(submission_id=submission_id, leaderboard=board, user_id=user.user_id,
                            user_name=user.user_name, mode="leaderboard", ranking_by="last", submitted_at=at,
-                           runs=[PlannedRun(run_id=run_id, gpu=gpu, mode="leaderboard")], **tags),
+                           runs=runs, **tags),
+        *twins,
         RunCompleted(run_id=run_id, submission_id=submission_id, leaderboard=board, gpu=gpu, mode="leaderboard",
                      backend="bench", result=result, **tags),
         ScoreComputed(submission_id=submission_id, leaderboard=board, gpu=gpu, user_id=user.user_id,
@@ -71,7 +80,7 @@ def submission_events(submission_id: int, board: str, gpu: str, user: CliUserReg
 
 
 def ranked_history(submissions: int, people: list[CliUserRegistered], board: str, gpu: str,
-                   first_id: int = 1, seed: int = 12) -> Iterator[list[Event]]:
+                   first_id: int = 1, seed: int = 12, secret: bool = False) -> Iterator[list[Event]]:
     """Per submission, its events; users take turns at random, each getting a little faster over time."""
     rng = random.Random(seed)
     skill = [rng.uniform(5_000, 50_000) for _ in people]
@@ -79,4 +88,5 @@ def ranked_history(submissions: int, people: list[CliUserRegistered], board: str
         who = rng.randrange(len(people))
         skill[who] *= rng.uniform(0.97, 1.03)
         mean = round(skill[who], -1)  # coarse, so some scores tie
-        yield submission_events(first_id + n, board, gpu, people[who], mean, T0 + timedelta(seconds=n))
+        yield submission_events(first_id + n, board, gpu, people[who], mean, T0 + timedelta(seconds=n),
+                                secret)

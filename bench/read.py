@@ -42,8 +42,9 @@ REPLAY_GOAL = 50_000  # events/s, process start included
 UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
 
-async def publish_history(nats_url: str, submissions: int, people) -> int:
-    """Publish the users and the ranked history; the number of events published."""
+async def publish_history(nats_url: str, submissions: int, people, secret: bool = False) -> int:
+    """Publish the users and the ranked history (with secret runs: ranked_events.submission_events); the number of
+    events published."""
     import nats
 
     client = await nats.connect(nats_url)
@@ -59,7 +60,7 @@ async def publish_history(nats_url: str, submissions: int, people) -> int:
 
         for person in people:
             await send(person)
-        for events in ranked_history(submissions, people, BOARD, GPU):
+        for events in ranked_history(submissions, people, BOARD, GPU, secret=secret):
             for event in events:
                 await send(event)
         await asyncio.wait_for(js.publish_async_completed(), 120)

@@ -93,7 +93,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     openapi.install(app)
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
     app.add_middleware(HotPolls)  # likewise for popcorn-cli's poll of a submission that is not held
-    app.add_middleware(HotRankings)  # innermost: sees the cleaned URL, and only ever answers a cached ranking
+    app.add_middleware(HotRankings)  # innermost: sees the cleaned URL, and only ever answers a public ranking
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
     metrics.install_http(app)  # /metrics, /ready and request latency by route, outermost

@@ -1,10 +1,10 @@
 """The hot path of a public board's ranking and count: answered from the standings cache before routing.
 
 Near a deadline everyone refreshes the same rankings; FastAPI's routing and dependency solving cost more than the
-answer itself. This middleware serves only what it can tell is a hit: a GET of a public board's ranking or count on
-one of its GPUs, with well-formed parameters, whose response for the board's current standings version is cached (or
-whose ETag the client already holds). Everything else (a closed board, a miss, an error of any kind) goes on to the
-routes in services/gateway/routes/leaderboards.py, which render, check access and fill the cache.
+answer itself. This middleware serves a GET of a public board's ranking or count on one of its GPUs, with well-formed
+parameters: from the cache, from the render in flight, or by rendering it once for everyone waiting (or a 304 when the
+client holds the current ETag). Everything else (a closed board, an error of any kind) goes on to the routes in
+services/gateway/routes/leaderboards.py, which check access and use the same cache.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from services.core import read_model as repository
 from services.gateway.coalesce import Coalesced
+from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
 from services.gateway.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
 
 PATH = re.compile(r"^/(submissions|submission_count)/([^/]+)/([^/]+)$")
@@ -38,13 +39,13 @@ def variant(kind: str, query_string: bytes) -> Hashable | None:
         return None  # a repeated parameter: the route decides which one counts
     if kind == "submission_count":
         user_id = params.get("user_id")
-        return None if user_id == "" else ("count", user_id)
+        return None if user_id == "" else count_variant(user_id)
     limit, offset = params.get("limit"), params.get("offset", "0")
     if not NUMBER.match(offset) or (limit is not None and not NUMBER.match(limit)):
         return None
     if limit is not None and not 1 <= int(limit) <= 1000:
         return None
-    return ("ranking", None if limit is None else int(limit), int(offset))
+    return ranking_variant(None if limit is None else int(limit), int(offset))
 
 
 def if_none_match(scope: Scope) -> bytes | None:
@@ -91,7 +92,11 @@ class HotRankings:
             return True
         entry = cache.get(board["id"], gpu, version, wanted)
         if entry is None:
-            return False
+            try:
+                entry = await cache.rendered(board["id"], gpu, version, wanted,
+                                             renderer(state.pool, board, gpu, wanted))
+            except Exception:  # noqa: BLE001 - the route renders again and answers the failure as it answers any
+                return False
         await self._send(scope, send, 200, entry.etag, entry.value)
         return True
 

@@ -34,6 +34,8 @@ CONSUMER_REDELIVERED = Gauge("kb_consumer_redelivered", "Messages a consumer is 
 QUEUE_DEPTH = Gauge("kb_queue_depth", "Runs in the durable run queue per GPU, by status", ["gpu", "status"])
 STANDINGS_CACHE = Counter("kb_standings_cache", "Ranking answers of the gateway's standings cache, by outcome",
                           ["outcome"])
+STANDINGS_RENDERS = Counter("kb_standings_renders", "Ranking bodies the gateway's standings cache rendered, by cause "
+                            "(a request that found none; ahead, on the notification of a change)", ["cause"])
 RATE_LIMITED = Counter("kb_rate_limited", "Requests the gateway refused with 429 by its own limits", ["limit"])
 OPEN_STREAMS = Gauge("kb_open_streams", "SSE streams open on this gateway process")
 HANDLER_ERRORS = Counter("kb_handler_errors", "Handler failures on well-formed events (bugs, not outages): alert on it",

@@ -1,8 +1,9 @@
 """The scorer's best table kept equal to the ledger's standings, and the rank changes that follow from it.
 
-Every event that can change a standing refreshes the (board, GPU, user) keys it touched from the scores the scorer
-published and the fate of their submissions (best_repository.py): a score computed or revised, a submission deleted,
-a board deleted. The pre-check's hold and its clearing act through scores: a held submission is never scored, a cleared
+A computed score improves its user's best when it is better (nothing else can change by adding a score); every event
+that can take a score away or make one worse refreshes the (board, GPU, user) keys it touched from the scores the
+scorer published and the fate of their submissions (best_repository.py): a score revised, a submission deleted, a
+board deleted. The pre-check's hold and its clearing act through scores: a held submission is never scored, a cleared
 one is scored by the rescore that reinstates it. A refresh that moves a board's top is a LeaderboardRankChanged: the
 podium Discord announces and the ledger's rank_changes.
 """
@@ -14,7 +15,7 @@ from collections.abc import Callable, Sequence
 import asyncpg
 
 from schemas.envelope import Event
-from schemas.events import LeaderboardDeleted, LeaderboardRankChanged, RankEntry, SubmissionDeleted
+from schemas.events import LeaderboardDeleted, LeaderboardRankChanged, RankEntry, ScoreComputed, SubmissionDeleted
 from services.scorer import best_repository, repository, scoring
 from services.scorer.best_repository import Key
 from services.scorer.scoring import BoardEntry
@@ -39,6 +40,17 @@ async def refresh(conn: asyncpg.Connection, keys: Sequence[Key], make: MakeChang
         if after != before[(board, gpu)]:
             changes.append(make(board, gpu, rank_entries(after), rank_entries(before[(board, gpu)])))
     return changes
+
+
+async def scored(conn: asyncpg.Connection, computed: ScoreComputed, make: MakeChange) -> list[Event]:
+    """A new score only adds: it becomes its user's best when it is better, without reading the user's other scores
+    (constant cost however long their history); a rank change when the board's top moved."""
+    board = (computed.leaderboard, computed.gpu)
+    before = await repository.top(conn, *board)
+    if not await best_repository.improve(conn, computed):
+        return []
+    after = await repository.top(conn, *board)
+    return [make(*board, rank_entries(after), rank_entries(before))] if after != before else []
 
 
 async def submission_deleted(conn: asyncpg.Connection, event: SubmissionDeleted) -> list[Event]:

@@ -1,7 +1,9 @@
 """SQL of the scorer's best table, scorer_best: each (board, GPU, user)'s best score that still stands.
 
-It is recomputed, for the keys an event touched, from what the ledger's standings are computed from: the scores the
-scorer published (scorer_scores mirrors the ledger's `scores`) and the fate of their submissions, by the rules of
+A new score only adds: the user's best becomes it when it is better, whatever the user's history (`improve`, one
+statement of constant cost). Anything that takes a score away or makes it worse (a revision, a deletion) recomputes
+the keys it touched from what the ledger's standings are computed from: the scores the scorer published
+(scorer_scores mirrors the ledger's `scores`) and the fate of their submissions, by the rules of
 services/ranking/rules.py (the very statement shape of services/ledger/standings_sql.py). So the two agree, and a user
 whose best leaves the board (deleted, its board deleted, its score withdrawn) stands again with their next best.
 """
@@ -15,7 +17,7 @@ import asyncpg
 from schemas.envelope import Event
 from schemas.events import ScoreComputed
 from schemas.operations_events import ScoreRevised
-from services.ranking.rules import SUBMISSION_STANDS, best_first
+from services.ranking.rules import SUBMISSION_STANDS, best_first, better_than
 
 # Each submission's fate, in the columns the shared rule (SUBMISSION_STANDS) reads: `status` is `hacked` while the
 # pre-check holds it so; `deleted` when it was deleted, or made to a board until that board's deletion.
@@ -63,6 +65,24 @@ ON CONFLICT (leaderboard, gpu, user_id) DO UPDATE
 SET user_name = EXCLUDED.user_name, score = EXCLUDED.score, submission_id = EXCLUDED.submission_id,
     submitted_at = EXCLUDED.submitted_at
 """
+# A computed score kept (the first one only, as SCORE_COMPUTED) and, when its submission stands, made its user's best
+# if it is better than the best held: the ledger's "only adds" case, without reading the user's other scores.
+IMPROVE = f"""
+WITH kept AS (
+    INSERT INTO scorer_scores (submission_id, gpu, leaderboard, user_id, user_name, score, submitted_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (submission_id, gpu) DO NOTHING
+    RETURNING submission_id, gpu, leaderboard, user_id, user_name, score, submitted_at
+)
+INSERT INTO scorer_best AS b (leaderboard, gpu, user_id, user_name, score, submission_id, submitted_at)
+SELECT sc.leaderboard, sc.gpu, sc.user_id, sc.user_name, sc.score, sc.submission_id, sc.submitted_at
+FROM kept sc JOIN {FATES} s ON s.submission_id = sc.submission_id
+WHERE {SUBMISSION_STANDS}
+ON CONFLICT (leaderboard, gpu, user_id) DO UPDATE
+SET user_name = EXCLUDED.user_name, score = EXCLUDED.score, submission_id = EXCLUDED.submission_id,
+    submitted_at = EXCLUDED.submitted_at
+WHERE {better_than("EXCLUDED", "b")}
+RETURNING 1
+"""
 # Two judgings of one user's submissions at once would each refresh from what it sees, and the later would overwrite
 # the other's better score: a refresh holds its keys (in one order, with the table first, as a rescore takes it).
 LOCK_TABLE = "LOCK TABLE scorer_best IN ROW EXCLUSIVE MODE"
@@ -100,12 +120,27 @@ async def record(conn: asyncpg.Connection, events: Iterable[Event]) -> list[Key]
     return keys
 
 
+async def improve(conn: asyncpg.Connection, event: ScoreComputed) -> bool:
+    """Keep a computed score and make it its user's best when it is: whether the best table changed."""
+    await _lock(conn, [(event.leaderboard, event.gpu, event.user_id)])
+    return await conn.fetchval(IMPROVE, event.submission_id, event.gpu, event.leaderboard, event.user_id,
+                               event.user_name, event.score, event.submitted_at) is not None
+
+
 async def refresh(conn: asyncpg.Connection, keys: Sequence[Key]) -> None:
     if keys:
-        columns = [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
-        await conn.execute(LOCK_TABLE)
-        await conn.fetchval(KEY_LOCKS, *columns)
-        await conn.execute(REFRESH, *columns)
+        await _lock(conn, keys)
+        await conn.execute(REFRESH, *_columns(keys))
+
+
+def _columns(keys: Sequence[Key]) -> tuple[list[str], list[str], list[str]]:
+    return [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
+
+
+async def _lock(conn: asyncpg.Connection, keys: Sequence[Key]) -> None:
+    """Hold `keys` against a refresh or an improvement of them in another transaction, until this one ends."""
+    await conn.execute(LOCK_TABLE)
+    await conn.fetchval(KEY_LOCKS, *_columns(keys))
 
 
 def _keys(rows) -> list[Key]:

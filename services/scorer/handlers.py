@@ -103,7 +103,7 @@ async def judge_if_complete(conn, submission_id: int) -> list[Event]:
             hardware=score.hardware, **tags,
         )
         events.append(computed)
-        events.extend(await best.refresh(conn, await best_repository.record(conn, [computed]), _scored(row)))
+        events.extend(await best.scored(conn, computed, _scored(row)))
     for rejection in decision.rejections:
         events.append(ScoreRejected(submission_id=submission_id, leaderboard=row["leaderboard"], gpu=rejection.gpu,
                                     reason=rejection.reason, **tags))

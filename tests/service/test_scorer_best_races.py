@@ -55,3 +55,65 @@ async def test_the_better_of_two_scores_judged_at_once_stands(service_database):
             assert [tuple(r) for r in await first.fetch("SELECT submission_id, score FROM scorer_best")] == [(1, 1.0)]
     finally:
         await pool.close()
+
+
+async def improved(conn, event: ScoreComputed) -> bool:
+    """An improvement in a transaction of its own, as a judging runs it."""
+    async with conn.transaction():
+        return await best_repository.improve(conn, event)
+
+
+async def test_a_new_score_improves_the_best_only_when_better_and_only_while_its_submission_stands(service_database):
+    pool = await create_pool(service_database, 1)
+    try:
+        async with pool.acquire() as conn:
+            for submission_id in (11, 12, 13, 14):
+                await conn.execute(SUBMISSION.replace("'ann'", "'bob'"), submission_id, AT, json.dumps([]))
+            await best_repository.delete_submission(conn, 14)
+
+            def bob(submission_id: int, score: float) -> ScoreComputed:
+                return scored(submission_id, score).model_copy(update={"user_id": "bob", "user_name": "bob"})
+
+            best = "SELECT submission_id, score FROM scorer_best WHERE user_id = 'bob'"
+            assert await improved(conn, bob(11, 2.0))
+            assert not await improved(conn, bob(12, 3.0))  # worse: kept, but not the best
+            assert not await improved(conn, bob(11, 0.5))  # the first computed score stays
+            assert not await improved(conn, bob(14, 0.1))  # its submission was deleted
+            assert [tuple(r) for r in await conn.fetch(best)] == [(11, 2.0)]
+            assert await improved(conn, bob(13, 1.0))
+            assert [tuple(r) for r in await conn.fetch(best)] == [(13, 1.0)]
+            # the scores kept are what a refresh recomputes from: the same row
+            async with conn.transaction():
+                await best_repository.refresh(conn, [("b", "cpu", "bob")])
+            assert [tuple(r) for r in await conn.fetch(best)] == [(13, 1.0)]
+    finally:
+        await pool.close()
+
+
+async def test_an_improvement_and_a_deletion_refresh_at_once_keep_the_new_best(service_database):
+    pool = await create_pool(service_database, 2)
+    try:
+        async with pool.acquire() as first, pool.acquire() as second:
+            for submission_id in (21, 22):
+                await first.execute(SUBMISSION.replace("'ann'", "'cy'"), submission_id, AT, json.dumps([]))
+
+            def cy(submission_id: int, score: float) -> ScoreComputed:
+                return scored(submission_id, score).model_copy(update={"user_id": "cy", "user_name": "cy"})
+
+            assert await improved(first, cy(21, 2.0))
+            improving = first.transaction()
+            await improving.start()
+            assert await best_repository.improve(first, cy(22, 1.0))
+            deleting = second.transaction()
+            await deleting.start()
+            await best_repository.delete_submission(second, 21)
+            # recomputes the key from what it sees: it must wait for the improvement, then see its score
+            refreshing = asyncio.ensure_future(best_repository.refresh(second, [("b", "cpu", "cy")]))
+            await blocked(first, second.get_server_pid())
+            await improving.commit()
+            await refreshing
+            await deleting.commit()
+            rows = await first.fetch("SELECT submission_id, score FROM scorer_best WHERE user_id = 'cy'")
+            assert [tuple(r) for r in rows] == [(22, 1.0)]
+    finally:
+        await pool.close()

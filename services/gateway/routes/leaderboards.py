@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
-from fastapi.encoders import jsonable_encoder
-from fastapi.responses import JSONResponse
 
-from services.core import board_rankings, ranking_repository, views
+from services.core import board_rankings, views
 from services.core import read_model as repository
-from services.core.noise import ranking_noise
 from services.gateway import boards
 from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
+from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
 from services.gateway.standings_cache import json_response
 
 # Cached answers carry an ETag; a client sending it back in If-None-Match gets 304 while the standings stand still.
@@ -33,10 +31,6 @@ async def list_gpus(leaderboard: str, pool: Pool, user: OptionalUser) -> list[st
     return sorted(board["gpus"])
 
 
-def _json(content) -> bytes:
-    return JSONResponse(jsonable_encoder(content)).body
-
-
 # Both answer from the standings cache with an ETag; who may see the board is checked first, on every request.
 @router.get("/submissions/{leaderboard}/{gpu}", responses=CACHED)
 async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cache: Cache, user: OptionalUser,
@@ -50,16 +44,8 @@ async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cach
         raise HTTPException(400, "offset must be >= 0")
     board = await boards.readable_standings(pool, leaderboard, gpu, user)
     boards.ranked_gpu(board, gpu)
-
-    async def render() -> bytes:
-        # the entry above the page too: whether the page's first entry ties is told against it (core/noise.py)
-        above, rows = await ranking_repository.ranking_with_results(pool, board["id"], gpu, limit, offset)
-        ranking_by = rows[0]["ranking_by"] if rows else ""
-        noise = ranking_noise([row["stage_result"] for row in ([above] if above else []) + rows], ranking_by)
-        return _json([views.ranking_entry(row, board["name"], gpu, entry_noise)
-                      for row, entry_noise in zip(rows, noise[len(noise) - len(rows):], strict=True)])
-
-    return await json_response(request, cache, board, gpu, ("ranking", limit, offset), render)
+    variant = ranking_variant(limit, offset)
+    return await json_response(request, cache, board, gpu, variant, renderer(pool, board, gpu, variant))
 
 
 @router.get("/submission_count/{leaderboard}/{gpu}", responses=CACHED)
@@ -68,11 +54,8 @@ async def submission_count(request: Request, leaderboard: str, gpu: str, pool: P
     """Distinct ranked users; with `user_id`, that user's eligible runs."""
     board = await boards.readable_standings(pool, leaderboard, gpu, user)
     boards.ranked_gpu(board, gpu)
-
-    async def render() -> bytes:
-        return _json({"count": await repository.submission_count(pool, board["id"], gpu, user_id)})
-
-    return await json_response(request, cache, board, gpu, ("count", user_id), render)
+    variant = count_variant(user_id)
+    return await json_response(request, cache, board, gpu, variant, renderer(pool, board, gpu, variant))
 
 
 @router.get("/leaderboard/{leaderboard_id}/rankings")

@@ -110,9 +110,7 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
     ranking_by = board["ranking_by"]
     version = await repository.standing_version(pool, board["id"], gpu)
     variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
-    cached = cache.get(board["id"], gpu, version, variant)
-    if cached is None:
-        cached = cache.put(board["id"], gpu, version, variant, await _standing_view(pool, board, gpu))
+    cached = await cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu))
     table, attempts, plots = cached.value
     now = datetime.now(UTC)
     # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings (taken

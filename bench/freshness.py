@@ -1,0 +1,113 @@
+"""Who sees a new #1 of bench/live.py, and when: the ledger's notification of the standings' move, the JSON ranking,
+the web page, the scorer's LeaderboardRankChanged (what Discord's podium follows); and the CPU each process used."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+
+import asyncpg
+import httpx
+import psutil
+
+from schemas.events import LeaderboardRankChanged
+
+# projected: the ledger's kb_standings notification reached the version (stream sequence) of the #1's ScoreComputed
+OBSERVERS = ("projected", "ranking", "page", "podium")
+SEEN_WITHIN_S = 5.0  # a new #1 not seen by then counts as this late
+
+
+@dataclass
+class Watch:
+    """New #1s published and not yet seen, by each observer; how long each took to be seen."""
+
+    pending: dict[str, dict[int, float]] = field(default_factory=lambda: {n: {} for n in OBSERVERS})
+    seen: dict[str, list[float]] = field(default_factory=lambda: {n: [] for n in OBSERVERS})
+    sequences: dict[int, int] = field(default_factory=dict)  # new #1 -> stream sequence of its ScoreComputed
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    drained: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def published(self, submission_id: int, at: float, observers: list[str]) -> None:
+        for name in observers:
+            self.pending[name][submission_id] = at
+        self.drained.clear()
+        self.wake.set()
+
+    def _check_drained(self) -> None:
+        if not any(self.pending.values()):
+            self.drained.set()
+
+    def saw(self, name: str, submission_ids: set[int]) -> None:
+        now = time.monotonic()
+        for submission_id in [s for s in self.pending[name] if s in submission_ids]:
+            self.seen[name].append(now - self.pending[name].pop(submission_id))
+        self._check_drained()
+
+    def expire(self) -> None:
+        now = time.monotonic()
+        for name, pending in self.pending.items():
+            for submission_id in [s for s, at in pending.items() if now - at > SEEN_WITHIN_S]:
+                pending.pop(submission_id)
+                self.seen[name].append(SEEN_WITHIN_S)
+        self._check_drained()
+
+
+async def watch_http(client: httpx.AsyncClient, name: str, path: str, watch: Watch, stop: asyncio.Event,
+                     every_s: float = 0.0) -> None:
+    """Read `path` every `every_s` (0: back to back) while a new #1 waits to be seen there; idle otherwise."""
+    while not stop.is_set():
+        watch.expire()
+        if not watch.pending[name]:
+            watch.wake.clear()
+            try:
+                await asyncio.wait_for(watch.wake.wait(), 0.2)
+            except TimeoutError:
+                pass
+            continue
+        answer = await client.get(path)
+        if name == "ranking":
+            watch.saw(name, {entry["submission_id"] for entry in answer.json()})
+        else:
+            watch.saw(name, {s for s in watch.pending[name] if f"k{s}.py" in answer.text})
+        if every_s:
+            await asyncio.sleep(every_s)
+
+
+async def watch_podium(client, watch: Watch):
+    async def on_change(message) -> None:
+        top = json.loads(message.data).get("top") or []
+        watch.saw("podium", {entry["submission_id"] for entry in top[:1]})
+    return await client.subscribe(LeaderboardRankChanged.subject, cb=on_change)
+
+
+async def watch_projection(database_url: str, watch: Watch) -> asyncpg.Connection:
+    def on_move(_conn, _pid, _channel, payload: str) -> None:
+        version = json.loads(payload)["version"]
+        watch.saw("projected", {s for s, seq in watch.sequences.items() if seq <= version})
+    conn = await asyncpg.connect(database_url)
+    await conn.add_listener("kb_standings", on_move)
+    return conn
+
+
+def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
+    """User+system CPU of each process and its children (Postgres: the server and its backends), those that ended
+    included (the parent's account of its reaped children)."""
+    totals = {}
+    for name, pid in pids.items():
+        try:
+            process = psutil.Process(pid)
+            own = process.cpu_times()
+            total = own.user + own.system + own.children_user + own.children_system
+            family = process.children(recursive=True)
+        except psutil.NoSuchProcess:
+            continue
+        for each in family:
+            try:
+                times = each.cpu_times()
+                total += times.user + times.system
+            except psutil.NoSuchProcess:
+                pass
+        totals[name] = total
+    return totals

@@ -1,0 +1,52 @@
+"""The JSON bodies of a ranking and of a count (http-api.md §3.7, §3.8), rendered for the standings cache.
+
+One home for both the routes and the hot path in front of them (hot_reads.py), which render on a miss the same bytes
+under the same variant key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+import asyncpg
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
+
+from services.core import ranking_repository, views
+from services.core import read_model as repository
+from services.core.noise import ranking_noise
+from services.gateway.standings_cache import Render
+
+
+def ranking_variant(limit: int | None, offset: int) -> Hashable:
+    return ("ranking", limit, offset)
+
+
+def count_variant(user_id: str | None) -> Hashable:
+    return ("count", user_id)
+
+
+def _json(content) -> bytes:
+    return JSONResponse(jsonable_encoder(content)).body
+
+
+def renderer(pool: asyncpg.Pool, board, gpu: str, variant: Hashable) -> Render:
+    """What renders `variant` (a ranking_variant or count_variant) of (board, GPU) from the standings."""
+    kind, *arguments = variant  # type: ignore[misc]
+    board_id, board_name = board["id"], board["name"]
+    if kind == "ranking":
+        limit, offset = arguments
+
+        async def ranking() -> bytes:
+            # the entry above the page too: whether the page's first entry ties is told against it (core/noise.py)
+            above, rows = await ranking_repository.ranking_with_results(pool, board_id, gpu, limit, offset)
+            ranking_by = rows[0]["ranking_by"] if rows else ""
+            noise = ranking_noise([row["stage_result"] for row in ([above] if above else []) + rows], ranking_by)
+            return _json([views.ranking_entry(row, board_name, gpu, entry_noise)
+                          for row, entry_noise in zip(rows, noise[len(noise) - len(rows):], strict=True)])
+        return ranking
+    [user_id] = arguments
+
+    async def count() -> bytes:
+        return _json({"count": await repository.submission_count(pool, board_id, gpu, user_id)})
+    return count
