@@ -125,13 +125,14 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
     if harness not in HARNESS_CHOICES:
         raise FieldError("harness", f"must be one of {', '.join(HARNESS_CHOICES)}, got {harness!r}")
 
+    tests = check_cases("tests", data.get("tests"), multi_gpu)  # in the file's order: tests are named first
     benchmarks = check_cases("benchmarks", data.get("benchmarks"), multi_gpu)
     task = Task(
         lang=lang,
         files=files,
         config=PyConfig(**config) if lang == "py" else CuConfig(**config),
         libraries=check_str_list("libraries", data.get("libraries")),
-        tests=check_cases("tests", data.get("tests"), multi_gpu),
+        tests=tests,
         benchmarks=benchmarks,
         test_timeout=_timeout(data, "test_timeout"),
         benchmark_timeout=_timeout(data, "benchmark_timeout"),

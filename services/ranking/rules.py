@@ -23,6 +23,11 @@ def best_first(alias: str = "") -> str:
     return ", ".join(prefix + column for column in BEST_FIRST)
 
 
+def better_than(new: str, old: str) -> str:
+    """SQL: the row `new` is strictly better than the row `old` (both aliases or table names)."""
+    return f"({best_first(new)}) < ({best_first(old)})"
+
+
 def best_key(score: float, submitted_at: datetime, submission_id: int) -> tuple[float, datetime, int]:
     """The same order in Python: the smallest key is the best entry."""
     return (score, submitted_at, submission_id)

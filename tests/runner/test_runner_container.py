@@ -125,8 +125,8 @@ def test_container_reports_an_invalid_payload_in_the_result(tmp_path):
 def test_the_runner_image_holds_everything_its_entry_point_imports(tmp_path):
     """What the Dockerfile copies is enough: the entry point imports with only those directories on the path."""
     dockerfile = (REPO / "deploy" / "runner" / "Dockerfile").read_text()
-    assert re.search(r"^FROM \$\{CUDA_IMAGE\}", dockerfile, re.MULTILINE) and "nvidia/cuda:" in dockerfile
-    assert '"torch${TORCH_VERSION:+==${TORCH_VERSION}}"' in dockerfile  # pinned unless the build leaves it empty
+    assert re.search(r"^FROM nvidia/cuda:", dockerfile, re.MULTILINE)
+    assert re.search(r"pip install torch==\d", dockerfile)  # pinned (runner/toolchains/nvidia.toml)
     copies = re.findall(r"^COPY (\S+) /opt/kernelbot/(\S+)$", dockerfile, re.MULTILINE)
     assert copies, dockerfile
     for source, target in copies:
