@@ -8,6 +8,7 @@ import json
 import time
 
 import pyarrow.parquet as pq
+import pytest
 
 from problems import PROBLEMS_ROOT
 from schemas.events import LeaderboardUpdated
@@ -16,12 +17,25 @@ from services.ledger.repository import TABLES as LEDGER_TABLES
 from services.operate.replay import SCORER_TABLES
 from tests.operate.conftest import GPU, mean_board, ranked_users, report_runs, run_cli, wait_rows
 from tests.support.events import archived, query
+from tests.support.platform import Platform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 # Under `mean` bob's even timings win; under `geom` alice's one fast case wins.
 ALICE_NS, BOB_NS = [1_000.0, 100_000.0], [20_000.0, 30_000.0]
 # When the ledger applied each event / last touched a job: the time of projection, not a fact of the log.
 TIME_OF_PROJECTION = ("recorded_at", "updated_at")
+
+
+@pytest.fixture
+def remote_platform(nats_url, database_url, tmp_path):
+    """The operate tier's platform with the scorer's sibling floor off: alice's one case a hundred times faster than
+    her other is the shape that rule holds for review (services/scorer/floor.py), and bob, measured against her, would
+    be held too. The rule has its own tests (tests/operate/test_floor_holds.py); these are about ranking rules."""
+    running = Platform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
+                       extra_env={"KB_FLOOR_SIBLING_RATIO": "0"})
+    running.start()
+    yield running
+    running.stop()
 
 
 def dump(database_url: str) -> dict[str, list[str]]:
