@@ -54,5 +54,6 @@ class GatewaySettings(HfExportSettings):
     # Where rate-limit counters live: memory:// counts per process; redis://host:6379 or memcached://host:11211
     # (their client package installed) shares them between replicas.
     rate_limit_storage_url: str = "memory://"
-    # Hours between scheduled exports of every public leaderboard to the private data set (0: none).
-    hf_export_every_h: float = 0.0
+    # Hours between scheduled exports of the active competitions to the private data set (0: none); the schedule
+    # runs only with a token and a private data set configured (services/core/hf_schedule.py).
+    hf_export_every_h: float = 6.0
