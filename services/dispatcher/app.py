@@ -24,7 +24,8 @@ router.include_router(rerun_router)  # rejudge --rerun: fresh runs of ranked sub
 def create_app(settings: DispatcherSettings | None = None) -> FastStream:
     settings = settings or DispatcherSettings()
     # A broken catalogue stops the service at start, with the entry and field at fault, before it takes work.
-    catalogue = build_catalogue(settings.gpu_catalogue, settings.local_gpus, settings.null_gpus)
+    catalogue = build_catalogue(settings.gpu_catalogue, settings.local_gpus, settings.null_gpus,
+                                {"repository": settings.github_repository, "ref": settings.github_ref})
     owner = settings.worker_id or f"{socket.gethostname()}-dispatcher"
     broker = service_broker(settings)
     state: dict = {}

@@ -26,6 +26,10 @@ class DispatcherSettings(ServiceSettings):
     # How long a dispatcher's claim on a run lasts without renewal: a dead replica's runs wait this long.
     lease_s: float = 30.0
     github_token: SecretStr | None = None
+    # The GitHub backend's repository (owner/name) and workflow branch, where the catalogue's `backends.github`
+    # does not name them (upstream KernelBot's GITHUB_REPO and GITHUB_WORKFLOW_BRANCH).
+    github_repository: str = ""
+    github_ref: str = ""
     buildkite_token: SecretStr | None = None
     slurm_token: SecretStr | None = None
     # "module:attr" naming a stand-in for modal's Function.from_name / FunctionCall.from_id (tests only).

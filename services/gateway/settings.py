@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, SecretStr
 
-from services.core.settings import PROBLEMS_ARCHIVE_URL, HfExportSettings
+from services.core.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
 
 
 class OAuthProvider(BaseModel):
@@ -30,6 +30,7 @@ class GatewaySettings(HfExportSettings):
     # Problem sync (http-api.md §3.29, §3.22): where a repository's branch archive is downloaded from, and the
     # directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled problems).
     problems_archive_url: str = PROBLEMS_ARCHIVE_URL
+    problems_repository: str = PROBLEMS_REPOSITORY  # synced when a request names no repository
     dev_problems_dir: str = ""
     # Where browsers reach this gateway; the OAuth redirect URI is built from it (empty: the request's own URL).
     public_url: str = ""
