@@ -22,6 +22,7 @@ from services.core.hf_schedule import FILENAME, ExportSchedule
 from services.gateway.settings import GatewaySettings
 from tests.discord.wire import Person, option, start_bot
 from tests.support.fakes.hf_hub import TOKEN
+from tests.support.platform import identity_board
 
 IDENTITY = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 OTHER = IDENTITY + "\n# the same kernel, other code\n"
@@ -139,10 +140,11 @@ async def test_the_schedule_exports_the_running_competitions_under_upstreams_nam
 
     # with submissions on the competition and on its -dev board, a replica whose interval has passed exports only
     # the running competition: not its -dev board, not the practice boards (deadline 2100), not ended ones
+    platform.add_boards(identity_board("practice_board", ["null"]))  # deadline 2100: practice, not a competition
     cli = platform.register("9604", "cyd")
     in_competition = ranked(platform, cli, "sprint_comp", IDENTITY)
     ranked(platform, cli, "sprint_comp-dev", IDENTITY)
-    ranked(platform, cli, "fast_board", IDENTITY)
+    ranked(platform, cli, "practice_board", IDENTITY)
     due = GatewaySettings(database_url=platform.database_url, hf_token=TOKEN, hf_endpoint=hf_hub.url,
                           hf_private_dataset="kernelbot/open-data", hf_export_every_h=1e-9)
     async with asyncpg.create_pool(platform.database_url, min_size=1, max_size=3) as pool:

@@ -111,6 +111,7 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
     @app_commands.describe(directory="problem directory under the problems root", gpu="GPU (default: the task's first)",
                            mode="which runs (default: ranked)")
     @app_commands.choices(mode=[app_commands.Choice(name=m, value=m) for m in VERIFY_MODES])
+    @app_commands.autocomplete(directory=problem_dirs.autocomplete(ctx))
     @admin_only()
     async def verify_task(interaction: discord.Interaction, directory: str, gpu: str | None = None,
                           mode: str = "ranked") -> None:
