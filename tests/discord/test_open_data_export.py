@@ -140,7 +140,8 @@ async def test_the_schedule_exports_the_running_competitions_under_upstreams_nam
 
     # with submissions on the competition and on its -dev board, a replica whose interval has passed exports only
     # the running competition: not its -dev board, not the practice boards (deadline 2100), not ended ones
-    platform.add_boards(identity_board("practice_board", ["null"]))  # deadline 2100: practice, not a competition
+    # deadline 2100: practice, not a competition (added from a thread: add_boards runs its own event loop)
+    await asyncio.to_thread(platform.add_boards, identity_board("practice_board", ["null"]))
     cli = platform.register("9604", "cyd")
     in_competition = ranked(platform, cli, "sprint_comp", IDENTITY)
     ranked(platform, cli, "sprint_comp-dev", IDENTITY)
