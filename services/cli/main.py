@@ -67,19 +67,21 @@ def up(
 
 
 @app.command()
-def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | scorer | ledger | discord")]) -> None:
+def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | scorer | ledger | discord")],
+          debug: Annotated[bool, typer.Option("--debug", help="discord: the staging bot (KB_DISCORD_DEBUG_TOKEN, "
+                                                                "KB_DISCORD_DEBUG_GUILD_ID)")] = False) -> None:
     """Run one service in the foreground."""
     if name not in SERVICE_NAMES:
         raise typer.BadParameter(f"unknown service {name!r}; choose one of {', '.join(SERVICE_NAMES)}")
     from services.kit.upstream_env import ConflictingSettings
 
     try:
-        _serve(name)
+        _serve(name, debug)
     except ConflictingSettings as exc:  # refused before anything starts
         raise SystemExit(f"kernelbot serve {name}: {exc}") from None
 
 
-def _serve(name: str) -> None:
+def _serve(name: str, debug: bool = False) -> None:
     import asyncio
 
     from services.cli.service_settings import settings_class
@@ -101,7 +103,7 @@ def _serve(name: str) -> None:
     if name == "discord":
         from services.discord.app import serve as serve_discord
 
-        serve_discord(settings)
+        serve_discord(settings.model_copy(update={"discord_debug": True}) if debug else settings)
         return
     module = __import__(f"services.{name}.app", fromlist=["create_app"])
     asyncio.run(module.create_app(settings).run())

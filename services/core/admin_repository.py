@@ -8,6 +8,7 @@ import asyncpg
 
 INTAKE = "SELECT NOT EXISTS (SELECT 1 FROM intake WHERE NOT accepting)"
 USER = "SELECT user_id, user_name, banned FROM users WHERE user_id = $1"
+USERS_NAMED = "SELECT user_id, user_name, banned FROM users WHERE lower(user_name) = lower($1) ORDER BY user_id LIMIT 5"
 LEADERBOARD_BY_ID = "SELECT * FROM leaderboards WHERE id = $1"
 RATE_LIMITS = """
 SELECT r.id, r.leaderboard_id, l.name AS leaderboard_name, r.mode_category, r.max_submissions_per_hour
@@ -75,6 +76,10 @@ async def accepting(pool: asyncpg.Pool) -> bool:
 
 async def user(pool: asyncpg.Pool, user_id: str):
     return await pool.fetchrow(USER, user_id)
+
+
+async def users_named(pool: asyncpg.Pool, name: str):
+    return await pool.fetch(USERS_NAMED, name)
 
 
 async def leaderboard_by_id(pool: asyncpg.Pool, leaderboard_id: int):

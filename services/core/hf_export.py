@@ -1,6 +1,6 @@
-"""The open data set on the Hugging Face Hub: leaderboards' ranked submissions as one Parquet file, uploaded with
-`huggingface_hub` (which honours HF_ENDPOINT). One home for the use case: `POST /admin/export-hf`,
-`/admin export-hf` on Discord and the gateway's optional schedule all call `export_to_hub`.
+"""The open data set on the Hugging Face Hub: leaderboards' submissions as one Parquet file in the public data set's
+columns (services/core/dataset.py), uploaded with `huggingface_hub` (which honours HF_ENDPOINT). One home for the use
+case: `POST /admin/export-hf`, `/admin export-hf` on Discord and the gateway's schedule all call `export_to_hub`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import asyncpg
 
-from services.core import exports
+from services.core import dataset, dataset_repository
 from services.core import operations_repository as repository
 
 
@@ -62,19 +62,8 @@ def check_request(leaderboard_ids, filename) -> tuple[list[int], str]:
     return leaderboard_ids, filename
 
 
-def best_per_code(rows: list[dict]) -> list[dict]:
-    """The best submission per (leaderboard, user, code, GPU): resubmitting the same code adds nothing. Pure."""
-    best: dict[tuple, dict] = {}
-    for row in rows:
-        key = (row["leaderboard"], row["user_id"], row["code"], row["gpu"])
-        kept = best.get(key)
-        if kept is None or (row["score"], row["submitted_at"], row["submission_id"]) < (
-                kept["score"], kept["submitted_at"], kept["submission_id"]):
-            best[key] = row
-    return sorted(best.values(), key=lambda r: (r["leaderboard"], r["gpu"], r["score"], r["submission_id"]))
-
-
-async def rows_of(conn: asyncpg.Connection, leaderboard_ids: list[int], private: bool) -> list[dict]:
+async def rows_of(conn: asyncpg.Connection, leaderboard_ids: list[int], private: bool,
+                  ranked_only: bool = False) -> list[dict]:
     boards = [await repository.board_by_id(conn, board_id) for board_id in leaderboard_ids]
     missing = [str(i) for i, board in zip(leaderboard_ids, boards, strict=True) if board is None]
     if missing:
@@ -87,10 +76,16 @@ async def rows_of(conn: asyncpg.Connection, leaderboard_ids: list[int], private:
         closed = [b["name"] for b in boards if b["visibility"] == "closed"]
         if closed:
             raise ExportRefused(f"Cannot export closed leaderboards to the public dataset: {', '.join(closed)}")
-    rows: list[dict] = []
-    for board in boards:
-        rows.extend(await exports.ranked_rows(conn, board["name"], None, include_closed=True))
-    return best_per_code(rows)
+    return dataset.best_per_code(await dataset_repository.rows(conn, leaderboard_ids), ranked_only)
+
+
+def write_parquet(rows: list[dict], path: Path) -> None:
+    import pyarrow as pa  # late: only an export needs pyarrow
+    import pyarrow.parquet as pq
+
+    columns = [name for name, _ in dataset.COLUMNS]
+    table = pa.Table.from_pylist([{c: row[c] for c in columns} for row in rows], schema=dataset.arrow_schema())
+    pq.write_table(table, path, compression="snappy")
 
 
 def upload(rows: list[dict], to: Destination, filename: str) -> str:
@@ -100,7 +95,7 @@ def upload(rows: list[dict], to: Destination, filename: str) -> str:
 
     with tempfile.TemporaryDirectory(prefix="kernelbot-export-") as scratch:
         path = Path(scratch) / "export.parquet"
-        exports.write_parquet(rows, path)
+        write_parquet(rows, path)
         api = HfApi(endpoint=to.endpoint, token=to.token)
         try:
             commit = api.upload_file(path_or_fileobj=str(path), path_in_repo=filename, repo_id=to.repo_id,
@@ -112,10 +107,13 @@ def upload(rows: list[dict], to: Destination, filename: str) -> str:
     return commit.commit_url
 
 
-async def export_to_hub(pool: asyncpg.Pool, settings, leaderboard_ids, filename, private: bool = True) -> Exported:
+async def export_to_hub(pool: asyncpg.Pool, settings, leaderboard_ids, filename, private: bool = True,
+                        ranked_only: bool = False) -> Exported:
     leaderboard_ids, filename = check_request(leaderboard_ids, filename)
+    if not isinstance(ranked_only, bool):
+        raise ExportRefused("ranked_only must be true or false")
     async with pool.acquire() as conn:  # a wrong request is told so whether or not the Hub is configured
-        rows = await rows_of(conn, leaderboard_ids, private)
+        rows = await rows_of(conn, leaderboard_ids, private, ranked_only)
     to = destination(settings, private)
     commit_url = await asyncio.to_thread(upload, rows, to, filename)
     return Exported(rows=len(rows), repo_id=to.repo_id, filename=filename, commit_url=commit_url)

@@ -1,6 +1,7 @@
-"""The optional schedule of the open-data export: every public leaderboard to the private data set, every
-KB_HF_EXPORT_EVERY_H hours. Any gateway replica may run it: a transaction-scoped advisory lock and the time of the
-last export make one of them export per interval."""
+"""The schedule of the open-data export, as upstream KernelBot runs it: the boards of active competitions (not
+`-dev`, not practice boards) to the private data set as `active_submissions.parquet`, every KB_HF_EXPORT_EVERY_H
+hours (6 by default) whenever a token and a private data set are configured. Any gateway replica may run it: a
+transaction-scoped advisory lock and the time of the last export make one of them export per interval."""
 
 from __future__ import annotations
 
@@ -10,11 +11,11 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from services.core import hf_export
+from services.core import dataset, dataset_repository, hf_export
 from services.core import operations_repository as repository
 
 log = logging.getLogger("kernelbot.export")
-FILENAME = "scheduled/leaderboards.parquet"
+FILENAME = dataset.SCHEDULED_FILENAME
 RETRY_AFTER = timedelta(minutes=5)  # after a failed export, at most this long before the next try
 CHECK_EVERY_S = 10.0  # a lock and one query per replica
 
@@ -24,6 +25,12 @@ class ExportSchedule:
         self.pool, self.settings = pool, settings
         self.every = timedelta(hours=settings.hf_export_every_h)
         self._task: asyncio.Task | None = None
+
+    @staticmethod
+    def wanted(settings) -> bool:
+        """Whether this deployment exports on a schedule: an interval, a token and a private data set."""
+        token = settings.hf_token.get_secret_value() if settings.hf_token else ""
+        return settings.hf_export_every_h > 0 and bool(token) and bool(settings.hf_private_dataset)
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="hf-export-schedule")
@@ -56,9 +63,10 @@ class ExportSchedule:
                 return False
             if tried is not None and now - tried < min(self.every, RETRY_AFTER):
                 return False  # failed a moment ago: not again at every check
-            ids = await repository.public_board_ids(conn)
+            boards = dataset.active_competitions(await dataset_repository.boards(conn), now)
+            ids = [board["id"] for board in boards]
             if not ids:
-                return False  # nothing to publish yet
+                return False  # no competition running
             repo_id = self.settings.hf_private_dataset
             try:
                 done = await hf_export.export_to_hub(self.pool, self.settings, ids, FILENAME, private=True)

@@ -10,7 +10,6 @@ BOARD = """
 SELECT id, name, ranking_by, task_hash, gpus, visibility FROM leaderboards WHERE lower(name) = lower($1)
 """
 BOARD_BY_ID = "SELECT id, name, deadline, visibility FROM leaderboards WHERE id = $1"
-EVERY_PUBLIC_BOARD = "SELECT id FROM leaderboards WHERE visibility = 'public' ORDER BY id"
 ARCHIVED = "SELECT payload FROM event_archive WHERE event_id = $1 ORDER BY stream_seq LIMIT 1"
 # Public scores only (the secret run's score is never exported), of submissions still standing; each row's rank is
 # its user's rank on the board when it is that user's best entry, as the standings hold it.
@@ -37,10 +36,6 @@ async def board(conn: asyncpg.Connection, name: str):
 
 async def board_by_id(conn: asyncpg.Connection, board_id: int):
     return await conn.fetchrow(BOARD_BY_ID, board_id)
-
-
-async def public_board_ids(conn: asyncpg.Connection) -> list[int]:
-    return [row["id"] for row in await conn.fetch(EVERY_PUBLIC_BOARD)]
 
 
 # Scheduled exports: one replica at a time (a transaction-scoped advisory lock), once per interval.

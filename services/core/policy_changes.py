@@ -8,6 +8,7 @@ refused rather than published, because the read model would have no row to mark 
 
 from __future__ import annotations
 
+import re
 import uuid
 
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
@@ -20,6 +21,31 @@ PROJECTION_WAIT_S = settle.PROJECTION_WAIT_S
 class UnknownUser(LookupError):
     def __init__(self, user_id: str) -> None:
         super().__init__(f"User {user_id} not found")
+
+
+class AmbiguousUser(LookupError):
+    """A name several users share: the admin names one by id."""
+
+
+MENTION = re.compile(r"<@!?(\d+)>")
+
+
+async def find_user(pool, reference: str):
+    """The user a reference names: their user id (a Discord mention too), else their name, case-insensitively,
+    when one user alone has it. UnknownUser or AmbiguousUser otherwise."""
+    reference = reference.strip()
+    mention = MENTION.fullmatch(reference)
+    user_id = mention.group(1) if mention else reference
+    found = await admin_repository.user(pool, user_id) if user_id else None
+    if found is not None:
+        return found
+    named = await admin_repository.users_named(pool, reference) if reference else []
+    if len(named) > 1:
+        raise AmbiguousUser(f"{len(named)} users are named {reference}; give one's user id: "
+                            + ", ".join(row["user_id"] for row in named))
+    if not named:
+        raise UnknownUser(reference)
+    return named[0]
 
 
 async def set_intake(broker, position: LedgerPosition, accepting: bool, timeout_s: float = PROJECTION_WAIT_S) -> bool:

@@ -63,7 +63,7 @@ class KernelBotClient(discord.Client):
         # Slash commands need no privileged intent: guilds is enough to learn roles and channels.
         super().__init__(intents=intents or discord.Intents(guilds=True))
         self.tree = app_commands.CommandTree(self)
-        self.ctx = BotContext(settings=settings, client=self)
+        self.ctx = BotContext(settings=settings.for_the_bot(), client=self)  # the staging bot's, in debug mode
         self.slot: KitSlot[None] = KitSlot(None)
         self.kit: Kit | None = None
         self.observer: metrics.Observer | None = None

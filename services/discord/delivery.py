@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import discord
 
-from services.core import read_model
+from services.core import podium, read_model
 from services.discord import forum, projection, reporting, repository, texts
 
 log = logging.getLogger("kernelbot.discord")
@@ -232,6 +232,9 @@ class Delivery:
             return  # closed, finished and scratch leaderboards are not announced
         if not self.layout.submissions_channel:
             return
+        moved = podium.change(body["top"], body.get("previous", []))  # rows queued before `previous`: a new #1
+        if moved is None:
+            return
         channel = self.client.get_partial_messageable(self.layout.submissions_channel)
-        await channel.send(texts.podium(body["leaderboard"], body["gpu"], body["top"]), nonce=_nonce(row["id"]),
+        await channel.send(texts.podium_news(body["leaderboard"], body["gpu"], moved), nonce=_nonce(row["id"]),
                            allowed_mentions=discord.AllowedMentions.none())

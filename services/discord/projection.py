@@ -23,6 +23,7 @@ from schemas.events import (
     SubmissionFinished,
     SubmissionRejected,
 )
+from services.core import podium
 from services.discord import repository, texts
 from services.discord.reporting import run_result, status_report
 
@@ -52,9 +53,9 @@ async def apply(conn, event: Event) -> None:
         case LeaderboardRankChanged():
             top = [e.model_dump(mode="json") for e in event.top]
             previous = [e.model_dump(mode="json") for e in event.previous_top]
-            if texts.podium_changed(top, previous):
+            if podium.announced_board(event.leaderboard) and podium.change(top, previous) is not None:
                 await repository.enqueue(conn, "podium", None, {"leaderboard": event.leaderboard, "gpu": event.gpu,
-                                                                "top": top})
+                                                                "top": top, "previous": previous})
             return
         case LeaderboardCreated():
             if event.visibility == "public" and event.forum_id != SCRATCH_FORUM_ID:

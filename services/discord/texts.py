@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from services.core.podium import PodiumChange
 from services.core.reports import chunk, format_time
 
 MESSAGE_LIMIT = 2000
@@ -97,20 +98,22 @@ def verdict(user_mention: str, leaderboard: str, gpu: str, score_s: float, stand
     return f"{user_mention} {text}"
 
 
-def podium(leaderboard: str, gpu: str, top: Sequence[dict]) -> str:
-    lines = [f"🏆 New top three on `{leaderboard}` ({gpu}):"]
-    for entry in top[:3]:
-        medal = MEDALS.get(entry["rank"], f"{entry['rank']}.")
-        lines.append(f"{medal} {entry['user_name']}: {score_text(entry['score'])}")
+def podium_news(leaderboard: str, gpu: str, moved: PodiumChange) -> str:
+    """The announcement of a podium change (services.core.podium says which changes are announced). Names are the
+    users' display names, in bold, never mentions."""
+    where = f"`{leaderboard}` ({gpu})"
+    lines = []
+    if moved.new_first is not None:
+        lines.append(f"🏆 **{moved.new_first['user_name']}** took first place on {where}: "
+                     f"{score_text(moved.new_first['score'])}")
+    else:
+        lines.extend(f"{MEDALS.get(e['rank'], '🏅')} **{e['user_name']}** entered the top three on {where}: "
+                     f"{score_text(e['score'])}" for e in moved.entered)
+    left = {str(e["user_id"]) for e in moved.left}
+    lines.extend(f"**{e['user_name']}** left the top three." for e in moved.left)
+    if moved.dethroned is not None and str(moved.dethroned["user_id"]) not in left:
+        lines.append(f"**{moved.dethroned['user_name']}** lost first place.")
     return "\n".join(lines)
-
-
-def podium_changed(top: Sequence[dict], previous: Sequence[dict]) -> bool:
-    """Whether who holds the first three places, or their scores, changed."""
-    def key(entries):
-        return [(e["rank"], e["user_id"], e["score"]) for e in entries[:3]]
-
-    return key(top) != key(previous)
 
 
 def forum_post(name: str, description: str, gpus: Sequence[str], deadline: str) -> str:

@@ -214,10 +214,17 @@ def _read_source(source: str) -> dict:
 
 
 def build_catalogue(source: str, local_gpus: dict[str, int], null_gpus: list[str],
-                    defaults: DefaultsFor | None = None) -> Catalogue:
-    """The catalogue from its configured source plus the local and null GPUs of the simple settings, and the
-    `defaults` (services/dispatcher/default_gpus.py) under every name those leave free."""
+                    defaults: DefaultsFor | None = None, github: dict[str, str] | None = None) -> Catalogue:
+    """The catalogue from its configured source plus the local and null GPUs of the simple settings; the GitHub
+    repository and ref of KB_GITHUB_REPOSITORY / KB_GITHUB_REF (upstream's GITHUB_REPO, GITHUB_WORKFLOW_BRANCH) where
+    the catalogue's `backends.github` leaves them out; and the `defaults` (services/dispatcher/default_gpus.py)
+    under every name those leave free."""
     data = _read_source(source)
+    given = {key: value for key, value in (github or {}).items() if value}
+    if given and ("repository" in given or (data.get("backends") or {}).get("github")):
+        backends = dict(data.get("backends") or {})
+        backends["github"] = {**given, **(backends.get("github") or {})}
+        data = {**data, "backends": backends}
     gpus = dict(data.get("gpus") or {})
     for name, slots in local_gpus.items():
         gpus.setdefault(name, {"backend": "local", "slots": slots})

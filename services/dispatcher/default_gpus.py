@@ -144,4 +144,5 @@ def configured_catalogue(settings, source: str | None = None) -> Catalogue:
     defaults = (lambda backends, taken: default_catalogue(credentials, backends, taken)) \
         if settings.default_gpus else None
     return build_catalogue(settings.gpu_catalogue if source is None else source, settings.local_gpus,
-                           settings.null_gpus, defaults)
+                           settings.null_gpus, defaults,
+                           {"repository": settings.github_repository, "ref": settings.github_ref})

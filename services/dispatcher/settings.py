@@ -28,9 +28,10 @@ class DispatcherSettings(ServiceSettings):
     github_token: SecretStr | None = None
     # Used while GitHub rate-limits the first token (upstream: GITHUB_TOKEN_BACKUP).
     github_token_backup: SecretStr | None = None
-    # The repository whose workflows the default GitHub GPUs dispatch (upstream: GITHUB_REPO), when the catalogue
-    # has no `backends.github`.
+    # The GitHub backend's repository (owner/name) and workflow branch where the catalogue's `backends.github` does
+    # not name them (upstream: GITHUB_REPO, GITHUB_WORKFLOW_BRANCH); the default GitHub GPUs dispatch there.
     github_repository: str = ""
+    github_ref: str = ""
     # Upstream's GPU names and the vendor guide's Buildkite GPUs out of the box (default_gpus.py); false: only the
     # catalogue's entries and the local and null GPUs.
     default_gpus: bool = True

@@ -60,7 +60,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         await app.state.waiter.start(settings.database_url)
         app.state.position = LedgerPosition()
         await app.state.position.start(settings.database_url, app.state.pool)
-        schedule = ExportSchedule(app.state.pool, settings) if settings.hf_export_every_h > 0 else None
+        schedule = ExportSchedule(app.state.pool, settings) if ExportSchedule.wanted(settings) else None
         if schedule is not None:
             schedule.start()
         app.state.poll_memory = PollMemory()

@@ -9,13 +9,12 @@ from dataclasses import dataclass
 
 import httpx
 
+from services.core.display_names import display_name
 from services.gateway.settings import OAuthProvider
 
 TIMEOUT_S = 10.0
 # GitHub's REST API refuses requests without a User-Agent.
 USER_AGENT = "kernelbot-gateway"
-# The account fields each provider names the id and the public name with.
-NAME_FIELD = {"discord": "username", "github": "login"}
 
 
 class ProviderRefused(Exception):
@@ -64,11 +63,11 @@ async def _access_token(client: httpx.AsyncClient, config: OAuthProvider, code: 
 
 
 def _account(provider: str, body: dict) -> Account:
-    account_id, name = body.get("id"), body.get(NAME_FIELD[provider])
+    account_id, name = body.get("id"), display_name(provider, body)
     # Discord's ids are strings, GitHub's integers; the public user_id is always the string (http-api.md §1.4).
     if isinstance(account_id, bool) or not isinstance(account_id, (str, int)) or str(account_id) == "":
         raise ProviderRefused("the account has no id")
-    if not isinstance(name, str) or not name or "\x00" in name or "\x00" in str(account_id):
+    if name is None or "\x00" in str(account_id):
         raise ProviderRefused("the account has no usable name")
     return Account(str(account_id), name)
 

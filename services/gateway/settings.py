@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, SecretStr
 
-from services.core.settings import PROBLEMS_ARCHIVE_URL, HfExportSettings
+from services.core.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
 
 
 class OAuthProvider(BaseModel):
@@ -30,6 +30,7 @@ class GatewaySettings(HfExportSettings):
     # Problem sync (http-api.md §3.29, §3.22): where a repository's branch archive is downloaded from, and the
     # directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled problems).
     problems_archive_url: str = PROBLEMS_ARCHIVE_URL
+    problems_repository: str = PROBLEMS_REPOSITORY  # synced when a request names no repository
     dev_problems_dir: str = ""
     # Where browsers reach this gateway; the OAuth redirect URI is built from it (empty: the request's own URL).
     public_url: str = ""
@@ -57,5 +58,6 @@ class GatewaySettings(HfExportSettings):
     # Where rate-limit counters live: memory:// counts per process; redis://host:6379 or memcached://host:11211
     # (their client package installed) shares them between replicas.
     rate_limit_storage_url: str = "memory://"
-    # Hours between scheduled exports of every public leaderboard to the private data set (0: none).
-    hf_export_every_h: float = 0.0
+    # Hours between scheduled exports of the active competitions to the private data set (0: none); the schedule
+    # runs only with a token and a private data set configured (services/core/hf_schedule.py).
+    hf_export_every_h: float = 6.0

@@ -5,12 +5,22 @@ import time."""
 
 from __future__ import annotations
 
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from pydantic import model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from services.kit.upstream_env import UpstreamNames
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/kernelbot"
+
+
+def without_ssl(url: str) -> str:
+    """The database URL with `sslmode=disable`, replacing any sslmode it names."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "sslmode"]
+    return urlunsplit(parts._replace(query=urlencode([*query, ("sslmode", "disable")])))
 
 
 class ServiceSettings(BaseSettings):
@@ -22,6 +32,15 @@ class ServiceSettings(BaseSettings):
     log_level: str = "WARNING"
     # Port of the service's /metrics, /health and /ready server (consumer services; 0: none).
     metrics_port: int = 0
+    # Connect to Postgres without SSL (`sslmode=disable` on the database URL), as upstream KernelBot's DISABLE_SSL;
+    # otherwise the URL's own sslmode holds.
+    disable_ssl: bool = False
+
+    @model_validator(mode="after")
+    def _ssl_disabled_in_url(self) -> ServiceSettings:
+        if self.disable_ssl:
+            self.database_url = without_ssl(self.database_url)
+        return self
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,

@@ -28,10 +28,19 @@ ALIASES: dict[str, str] = {
     "hf_token": "HF_TOKEN",
     "hf_private_dataset": "HF_PRIVATE_DATASET",
     "hf_public_dataset": "HF_PUBLIC_DATASET",
+    "discord_debug_token": "DISCORD_DEBUG_TOKEN",
+    "discord_debug_guild_id": "DISCORD_DEBUG_CLUSTER_STAGING_ID",
+    "github_repository": "GITHUB_REPO",
+    "github_ref": "GITHUB_WORKFLOW_BRANCH",
+    "problems_repository": "PROBLEMS_REPO",
+    "disable_ssl": "DISABLE_SSL",
 }
+# Upstream reads some names by their presence only: DISABLE_SSL set to anything but the empty string disables SSL.
+PRESENCE_FLAGS = frozenset({"DISABLE_SSL"})
 # Fields of one of our JSON-object settings -> upstream's separate variables for them.
 NESTED_ALIASES: dict[str, dict[str, str]] = {
-    "oauth_discord": {"client_id": "CLI_DISCORD_CLIENT_ID", "client_secret": "CLI_DISCORD_CLIENT_SECRET"},
+    "oauth_discord": {"client_id": "CLI_DISCORD_CLIENT_ID", "client_secret": "CLI_DISCORD_CLIENT_SECRET",
+                      "token_url": "CLI_TOKEN_URL"},
     "oauth_github": {"client_id": "CLI_GITHUB_CLIENT_ID", "client_secret": "CLI_GITHUB_CLIENT_SECRET"},
 }
 
@@ -56,7 +65,7 @@ def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str])
             if ours in env:
                 raise ConflictingSettings(
                     f"both {ours} and {alias} (upstream KernelBot's name for it) are set; unset one of them")
-            values[field] = env[alias]
+            values[field] = ("true" if env[alias] else "false") if alias in PRESENCE_FLAGS else env[alias]
     for field, parts in NESTED_ALIASES.items():
         given = {part: env[alias] for part, alias in parts.items() if field in fields and alias in env}
         if not given:
@@ -64,8 +73,8 @@ def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str])
         ours = PREFIX + field.upper()
         if ours in env:
             names = ", ".join(parts[part] for part in given)
-            raise ConflictingSettings(f"both {ours} and {names} (upstream KernelBot's names for its client id and "
-                                      "secret) are set; unset one of them")
+            raise ConflictingSettings(f"both {ours} and {names} (upstream KernelBot's names for its fields) are set; "
+                                      "unset one of them")
         default = fields[field].default
         values[field] = {**(default.model_dump() if hasattr(default, "model_dump") else {}), **given}
     return values

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 import warnings
+from datetime import UTC, datetime, timedelta
 
 import discord
 import pytest
@@ -46,6 +47,11 @@ def hf_hub():
     hub.stop()
 
 
+def competition_board(name: str):
+    board = identity_board(name, ["null"])
+    return board.model_copy(update={"deadline": datetime.now(UTC) + timedelta(days=30)})
+
+
 @pytest.fixture(scope="package")
 def platform(module_nats, module_database, tmp_path_factory, hf_hub):
     # GPU `null` is served by the dispatcher's null backend: every stage passes at once, the rest is the real path.
@@ -59,7 +65,9 @@ def platform(module_nats, module_database, tmp_path_factory, hf_hub):
     running.load_bundled_problems()
     running.add_boards(identity_board("two_gpus", ["cpu", "unserved_gpu"]),
                        identity_board("closed_board", ["cpu"], visibility="closed"),
-                       identity_board("fast_board", ["null"]), identity_board("fast_pair", ["null", "null2"]))
+                       identity_board("fast_board", ["null"]), identity_board("fast_pair", ["null", "null2"]),
+                       # a running competition and its dev board: what the scheduled export takes and leaves
+                       competition_board("sprint_comp"), competition_board("sprint_comp-dev"))
     yield running
     running.stop()
 

@@ -215,9 +215,6 @@ async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_co
     assert "Type the leaderboard's name, `identity_py-dev`" in await wire.answer(delete_board("identity_py"))
     assert await wire.answer(delete_board("identity_py-dev")) == "✅ Deleted `identity_py-dev`."
 
-    sync = wire.interact(admin, "admin", [{"name": "update-problems", "type": 1, "options": []}])
-    assert (await wire.answer(sync, "created")).startswith("✅ created ")
-
     submission_id = await read_model.next_submission_id(pool)
     await publish_all(platform.nats_url, [SubmissionReceived(
         submission_id=submission_id, leaderboard="two_gpus", gpus=["unserved_gpu"], mode="test", user_id="42",

@@ -50,7 +50,8 @@ async def ranked_submission_to_verdict(wire, platform, person: Person, board: st
         assert final.endswith(f"✅ Submission {submission_id} finished."), final
         await eventually(lambda: any(f"place on `{board}` on {gpu}" in m["content"]
                                      for m in fake.messages_in(channel)), 30, lambda: "the verdict")
-        await eventually(lambda: any(f"New top three on `{board}`" in m["content"]
+        await eventually(lambda: any(f"**{person.name}** took first place on `{board}`" in m["content"]
+                                     or f"**{person.name}** entered the top three on `{board}`" in m["content"]
                                      for m in fake.messages_in(channel)), 30, lambda: "the podium")
     finally:
         await again.client.close()

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import asyncpg
 import pyarrow.parquet as pq
@@ -20,6 +22,7 @@ from services.core.hf_schedule import FILENAME, ExportSchedule
 from services.gateway.settings import GatewaySettings
 from tests.discord.wire import Person, option, start_bot
 from tests.support.fakes.hf_hub import TOKEN
+from tests.support.platform import identity_board
 
 IDENTITY = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 OTHER = IDENTITY + "\n# the same kernel, other code\n"
@@ -38,9 +41,17 @@ def parquet_rows(data: bytes) -> list[dict]:
     return pq.read_table(io.BytesIO(data)).to_pylist()
 
 
-def ranked(platform, cli_id: str, board: str, code: str) -> int:
-    """A ranked submission through the admin route, which takes boards past their deadline."""
-    response = platform.http.post(f"/admin/submission/{board}/null/leaderboard",
+DATASET_COLUMNS = json.loads((Path(__file__).parents[1] / "fixtures" / "kernelbot_data_columns.json").read_text())
+
+
+def parquet_columns(data: bytes) -> list[dict]:
+    schema = pq.read_schema(io.BytesIO(data))
+    return [{"name": f.name, "type": str(f.type)} for f in schema]
+
+
+def ranked(platform, cli_id: str, board: str, code: str, mode: str = "leaderboard") -> int:
+    """A submission (ranked unless told) through the admin route, which takes boards past their deadline."""
+    response = platform.http.post(f"/admin/submission/{board}/null/{mode}",
                                   files={"file": ("submission.py", code.encode())},
                                   headers={"Authorization": f"Bearer {platform.admin_token}",
                                            "X-Popcorn-Cli-Id": cli_id})
@@ -56,29 +67,47 @@ def ended_board(name: str) -> LeaderboardCreated:
                               deadline=datetime.now(UTC) - timedelta(minutes=1), secret_seed=7)
 
 
-def test_the_gateway_exports_the_best_of_each_code_to_the_private_and_the_public_data_set(platform, hf_hub):
+def test_the_gateway_exports_the_data_sets_columns_and_rows_failed_ones_included(platform, hf_hub):
     platform.add_boards(ended_board("ended_board"))
     ada, bob = platform.register("9601", "ada"), platform.register("9602", "bob")
     first = ranked(platform, ada, "ended_board", IDENTITY)
     ranked(platform, ada, "ended_board", IDENTITY)  # the same code again: one row, its best kept
     other = ranked(platform, ada, "ended_board", OTHER)
     bobs = ranked(platform, bob, "ended_board", IDENTITY)
+    unranked = ranked(platform, bob, "ended_board", OTHER, mode="test")  # never ranks: a row with no score
     ids = [board_id(platform, "ended_board")]
 
     done = admin_post(platform, {"leaderboard_ids": ids, "filename": "boards/ended_board.parquet"})
     assert done.status_code == 200, done.text
-    assert done.json() == {"status": "ok", "rows": 3, "repo_id": "kernelbot/open-data",
+    assert done.json() == {"status": "ok", "rows": 4, "repo_id": "kernelbot/open-data",
                            "filename": "boards/ended_board.parquet"}
-    rows = parquet_rows(hf_hub.datasets["kernelbot/open-data"]["boards/ended_board.parquet"])
+    data = hf_hub.datasets["kernelbot/open-data"]["boards/ended_board.parquet"]
+    assert parquet_columns(data) == DATASET_COLUMNS["columns"]
+    rows = {r["submission_id"]: r for r in parquet_rows(data)}
     # equal scores (the null backend's): the earlier submission is the best of its code
-    assert sorted(r["submission_id"] for r in rows) == sorted([first, other, bobs])
-    assert {r["user_name"] for r in rows} == {"ada", "bob"} and all(r["leaderboard"] == "ended_board" for r in rows)
-    assert {r["code"] for r in rows} == {IDENTITY, OTHER}
+    assert sorted(rows) == sorted([first, other, bobs, unranked])
+    assert {r["user_name"] for r in rows.values()} == {"ada", "bob"}
+    assert {r["problem_name"] for r in rows.values()} == {"ended_board"} and {r["leaderboard_id"] for r in
+                                                                              rows.values()} == set(ids)
+    assert rows[first]["code_id"] == rows[bobs]["code_id"] != rows[other]["code_id"]  # the same code, one id
+    assert (rows[first]["mode"], rows[first]["runner"], rows[first]["passed"], rows[first]["status"]) == (
+        "leaderboard", "null", True, "succeeded")
+    assert rows[first]["score"] is not None and rows[first]["code"] == IDENTITY
+    assert rows[first]["user_id"] == "9601" and rows[first]["file_name"] == "submission.py"
+    assert (rows[unranked]["score"], rows[unranked]["mode"], rows[unranked]["runner"], rows[unranked]["passed"]) \
+        == (None, None, None, None)
+
+    only_ranked = admin_post(platform, {"leaderboard_ids": ids, "filename": "ranked.parquet", "ranked_only": True})
+    assert only_ranked.status_code == 200 and only_ranked.json()["rows"] == 3, only_ranked.text
+    kept = parquet_rows(hf_hub.datasets["kernelbot/open-data"]["ranked.parquet"])
+    assert sorted(r["submission_id"] for r in kept) == sorted([first, other, bobs])
+    refused = admin_post(platform, {"leaderboard_ids": ids, "filename": "x.parquet", "ranked_only": "yes"})
+    assert (refused.status_code, refused.json()) == (400, {"detail": "ranked_only must be true or false"})
 
     public = admin_post(platform, {"leaderboard_ids": ids, "filename": "ended_board.parquet", "private": False})
     assert public.status_code == 200, public.text
     assert public.json()["repo_id"] == "kernelbot/open-data-public"
-    assert len(parquet_rows(hf_hub.datasets["kernelbot/open-data-public"]["ended_board.parquet"])) == 3
+    assert len(parquet_rows(hf_hub.datasets["kernelbot/open-data-public"]["ended_board.parquet"])) == 4
 
     active, closed = board_id(platform, "fast_board"), board_id(platform, "closed_board")
     for body, status, detail in (
@@ -93,9 +122,9 @@ def test_the_gateway_exports_the_best_of_each_code_to_the_private_and_the_public
         assert (response.status_code, response.json()) == (status, {"detail": detail}), body
 
 
-async def test_the_schedule_exported_at_start_and_waits_for_its_interval(platform, hf_hub):
+async def test_the_schedule_exports_the_running_competitions_under_upstreams_name(platform, hf_hub):
     conn = await asyncpg.connect(platform.database_url)
-    try:  # checked every 10 s; the first check with boards to export exports, and records it once uploaded
+    try:  # checked every 10 s; the first check with a competition to export exports, and records it once uploaded
         for _ in range(400):
             recorded = await conn.fetch("SELECT repo_id, filename, rows, error FROM hf_exports")
             if recorded:
@@ -103,9 +132,27 @@ async def test_the_schedule_exported_at_start_and_waits_for_its_interval(platfor
             await asyncio.sleep(0.1)
     finally:
         await conn.close()
+    assert FILENAME == "active_submissions.parquet"
     assert [(r["repo_id"], r["filename"], r["error"]) for r in recorded] == [("kernelbot/open-data", FILENAME, None)]
+    data = hf_hub.datasets["kernelbot/open-data"][FILENAME]
+    assert parquet_columns(data) == DATASET_COLUMNS["columns"]
+    assert recorded[0]["rows"] == len(parquet_rows(data))
+
+    # with submissions on the competition and on its -dev board, a replica whose interval has passed exports only
+    # the running competition: not its -dev board, not the practice boards (deadline 2100), not ended ones
+    # deadline 2100: practice, not a competition (added from a thread: add_boards runs its own event loop)
+    await asyncio.to_thread(platform.add_boards, identity_board("practice_board", ["null"]))
+    cli = platform.register("9604", "cyd")
+    in_competition = ranked(platform, cli, "sprint_comp", IDENTITY)
+    ranked(platform, cli, "sprint_comp-dev", IDENTITY)
+    ranked(platform, cli, "practice_board", IDENTITY)
+    due = GatewaySettings(database_url=platform.database_url, hf_token=TOKEN, hf_endpoint=hf_hub.url,
+                          hf_private_dataset="kernelbot/open-data", hf_export_every_h=1e-9)
+    async with asyncpg.create_pool(platform.database_url, min_size=1, max_size=3) as pool:
+        assert await ExportSchedule(pool, due).tick() is True
     rows = parquet_rows(hf_hub.datasets["kernelbot/open-data"][FILENAME])
-    assert recorded[0]["rows"] == len(rows) and "closed_board" not in {r["leaderboard"] for r in rows}
+    assert {r["problem_name"] for r in rows} == {"sprint_comp"}
+    assert in_competition in {r["submission_id"] for r in rows}
 
     # another replica's schedule: the interval has not passed, so it does not export again
     settings = GatewaySettings(database_url=platform.database_url, hf_token=TOKEN, hf_endpoint=hf_hub.url,
@@ -133,7 +180,7 @@ async def test_admin_export_hf_on_discord(fake_discord, platform, hf_hub):
         assert answer.startswith("✅ Exported ") and "to `kernelbot/open-data` as `discord/two.parquet`" in answer
         rows = parquet_rows(hf_hub.datasets["kernelbot/open-data"]["discord/two.parquet"])
         assert int(answer.split()[2]) == len(rows)
-        assert {r["leaderboard"] for r in rows} <= {"identity_py", "fast_board"}
+        assert {r["problem_name"] for r in rows} <= {"identity_py", "fast_board"}
         assert "nope" in await wire.answer(export(option("leaderboards", "nope"), option("filename", "x.parquet")))
         public = await wire.answer(export(option("leaderboards", "fast_board"), option("filename", "x.parquet"),
                                           option("private", False, 5)), "❌")

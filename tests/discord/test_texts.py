@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from services.core import podium
 from services.discord import texts
 from services.discord.texts import Standing
 
@@ -27,15 +28,35 @@ def test_ordinals():
         ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "101st", "111th"]
 
 
-def test_podium_changes_only_when_the_first_three_change():
-    def entry(rank, user, score):
-        return {"rank": rank, "user_id": user, "user_name": user, "score": score}
+def entry(rank, user, score):
+    return {"rank": rank, "user_id": user, "user_name": user.upper(), "score": score}
 
+
+def test_the_podium_is_news_on_a_new_first_or_a_change_of_who_is_in_the_top_three():
     top = [entry(1, "a", 1.0), entry(2, "b", 2.0), entry(3, "c", 3.0)]
-    assert not texts.podium_changed(top + [entry(4, "d", 4.0)], top + [entry(4, "e", 3.5)])
-    assert texts.podium_changed(top, [entry(1, "a", 1.0), entry(2, "c", 3.0)])
-    assert texts.podium_changed(top, [entry(1, "a", 1.5), *top[1:]])
-    assert texts.podium("b", "H100", top).splitlines()[1].startswith("🥇 a: ")
+    assert podium.change(top + [entry(4, "d", 4.0)], top + [entry(4, "e", 3.5)]) is None  # below the podium
+    assert podium.change([entry(1, "a", 0.5), *top[1:]], top) is None  # a better score of the #1
+    assert podium.change([top[0], entry(2, "c", 1.5), entry(3, "b", 2.0)], top) is None  # #2 and #3 swap
+    entered = podium.change(top, top[:2])
+    assert entered.new_first is None and [e["user_id"] for e in entered.entered] == ["c"] and not entered.left
+    dethroned = podium.change([entry(1, "b", 0.9), entry(2, "a", 1.0), entry(3, "c", 3.0)], top)
+    assert dethroned.new_first["user_id"] == "b" and dethroned.dethroned["user_id"] == "a"
+    assert podium.change(top[:1], []).new_first["user_id"] == "a"  # the first score on a board
+
+
+def test_the_podium_news_names_display_names_and_what_moved():
+    top = [entry(1, "a", 1.0e-6), entry(2, "b", 2.0e-6), entry(3, "c", 3.0e-6)]
+    replaced = podium.change([entry(1, "d", 0.5e-6), *top[:2]], top)
+    assert texts.podium_news("vectoradd", "H100", replaced).splitlines() == [
+        "🏆 **D** took first place on `vectoradd` (H100): 500 ns", "**C** left the top three.",
+        "**A** lost first place."]
+    entered = podium.change(top, top[:2])
+    assert texts.podium_news("vectoradd", "H100", entered) == "🥉 **C** entered the top three on `vectoradd` (H100): 3.00 µs"
+
+
+def test_beginner_boards_are_not_announced():
+    assert not podium.announced_board("vectoradd_v2") and not podium.announced_board("Histogram_v2")
+    assert podium.announced_board("nvfp4_gemv")
 
 
 def test_status_message_stays_under_the_limit():

@@ -25,12 +25,13 @@ def snowflake(at: datetime | None = None) -> str:
 
 
 class Person:
-    def __init__(self, user_id: int, name: str, roles: tuple[int, ...] = (), administrator: bool = False) -> None:
-        self.user_id, self.name, self.roles = user_id, name, roles
+    def __init__(self, user_id: int, name: str, roles: tuple[int, ...] = (), administrator: bool = False,
+                 display_name: str | None = None) -> None:
+        self.user_id, self.name, self.roles, self.display_name = user_id, name, roles, display_name
         self.permissions = ADMINISTRATOR if administrator else PLAIN
 
     def member(self) -> dict:
-        return {"user": user_payload(self.user_id, self.name), "roles": [str(r) for r in self.roles],
+        return {"user": user_payload(self.user_id, self.name, global_name=self.display_name), "roles": [str(r) for r in self.roles],
                 "joined_at": datetime.now(UTC).isoformat(), "deaf": False, "mute": False, "flags": 0, "nick": None,
                 "avatar": None, "premium_since": None, "pending": False, "communication_disabled_until": None,
                 "permissions": self.permissions}

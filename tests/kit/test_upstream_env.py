@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,8 @@ from services.kit.upstream_env import ALIASES, ConflictingSettings
 
 UPSTREAM = ("DATABASE_URL", "ADMIN_TOKEN", "DISCORD_TOKEN", "DISCORD_CLUSTER_STAGING_ID", "GITHUB_TOKEN",
             "PROBLEM_DEV_DIR", "HF_TOKEN", "HF_PUBLIC_DATASET", "HF_PRIVATE_DATASET", "CLI_DISCORD_CLIENT_ID", "CLI_DISCORD_CLIENT_SECRET",
-            "CLI_GITHUB_CLIENT_ID", "CLI_GITHUB_CLIENT_SECRET")
+            "CLI_GITHUB_CLIENT_ID", "CLI_GITHUB_CLIENT_SECRET", "CLI_TOKEN_URL", "GITHUB_REPO", "GITHUB_WORKFLOW_BRANCH",
+            "PROBLEMS_REPO", "DISABLE_SSL", "DISCORD_DEBUG_TOKEN", "DISCORD_DEBUG_CLUSTER_STAGING_ID")
 
 
 @pytest.fixture(autouse=True)
@@ -50,6 +52,41 @@ def test_upstream_names_set_our_settings(monkeypatch):
     assert dispatcher.github_repository == "gpu-mode/kernelbot"
 
 
+def test_the_rest_of_upstreams_env_carries_over(monkeypatch):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://db.example/kb?application_name=x&sslmode=require")
+    monkeypatch.setenv("DISABLE_SSL", "1")
+    monkeypatch.setenv("CLI_DISCORD_CLIENT_ID", "dc-client")
+    monkeypatch.setenv("CLI_TOKEN_URL", "https://discord.example/api/oauth2/token")
+    monkeypatch.setenv("GITHUB_REPO", "gpu-mode/discord-cluster-manager")
+    monkeypatch.setenv("GITHUB_WORKFLOW_BRANCH", "staging")
+    monkeypatch.setenv("PROBLEMS_REPO", "gpu-mode/reference-kernels-fork")
+    monkeypatch.setenv("DISCORD_DEBUG_TOKEN", "staging-bot")
+    monkeypatch.setenv("DISCORD_DEBUG_CLUSTER_STAGING_ID", "5678")
+    gateway, bot, dispatcher = GatewaySettings(), DiscordSettings(), DispatcherSettings()
+    # upstream's DISABLE_SSL: SSL off for every connection the service makes from its database URL
+    assert ServiceSettings().database_url == "postgresql://db.example/kb?application_name=x&sslmode=disable"
+    assert (gateway.oauth_discord.client_id, gateway.oauth_discord.token_url) == (
+        "dc-client", "https://discord.example/api/oauth2/token")
+    assert (dispatcher.github_repository, dispatcher.github_ref) == ("gpu-mode/discord-cluster-manager", "staging")
+    assert gateway.problems_repository == bot.problems_repository == "gpu-mode/reference-kernels-fork"
+    assert (bot.discord_debug_token.get_secret_value(), bot.discord_debug_guild_id) == ("staging-bot", 5678)
+    monkeypatch.setenv("DISABLE_SSL", "")  # upstream: set but empty keeps SSL
+    assert "sslmode=require" in ServiceSettings().database_url
+
+
+def test_the_github_repository_and_branch_fill_the_catalogue():
+    from services.dispatcher.catalogue import build_catalogue
+
+    gpus = json.dumps({"gpus": {"MI300": {"backend": "github", "target": "amd_workflow.yml"}}})
+    github = build_catalogue(gpus, {}, [], {"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
+    assert (github.repository, github.ref) == ("gpu-mode/kernelbot", "staging")
+    named = json.dumps({"backends": {"github": {"repository": "o/own", "ref": "main"}},
+                        "gpus": {"MI300": {"backend": "github", "target": "amd_workflow.yml"}}})
+    github = build_catalogue(named, {}, [], {"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
+    assert (github.repository, github.ref) == ("o/own", "main")  # the catalogue's own entry wins
+    assert build_catalogue("", {"cpu": 1}, [], {"ref": "staging"}).backends.github is None  # a branch alone: no backend
+
+
 def test_our_names_alone_still_work(monkeypatch):
     monkeypatch.setenv("KB_DATABASE_URL", "postgresql://ours/kb")
     monkeypatch.setenv("KB_ADMIN_TOKEN", "ours")
@@ -68,6 +105,14 @@ def test_our_names_alone_still_work(monkeypatch):
     ("KB_HF_TOKEN", "HF_TOKEN", GatewaySettings),
     ("kb_github_token", "GITHUB_TOKEN", DispatcherSettings),  # ours are read case-insensitively
     ("KB_OAUTH_DISCORD", "CLI_DISCORD_CLIENT_ID", GatewaySettings),
+    ("KB_OAUTH_DISCORD", "CLI_TOKEN_URL", GatewaySettings),
+    ("KB_GITHUB_REPOSITORY", "GITHUB_REPO", DispatcherSettings),
+    ("KB_GITHUB_REF", "GITHUB_WORKFLOW_BRANCH", DispatcherSettings),
+    ("KB_PROBLEMS_REPOSITORY", "PROBLEMS_REPO", DiscordSettings),
+    ("KB_PROBLEMS_REPOSITORY", "PROBLEMS_REPO", GatewaySettings),
+    ("KB_DISABLE_SSL", "DISABLE_SSL", ServiceSettings),
+    ("KB_DISCORD_DEBUG_TOKEN", "DISCORD_DEBUG_TOKEN", DiscordSettings),
+    ("KB_DISCORD_DEBUG_GUILD_ID", "DISCORD_DEBUG_CLUSTER_STAGING_ID", DiscordSettings),
 ])
 def test_a_setting_named_both_ways_is_refused(monkeypatch, ours, upstream, settings):
     monkeypatch.setenv(ours, '{"token_url": "t", "user_url": "u"}' if "OAUTH" in ours else "1")

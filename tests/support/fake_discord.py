@@ -34,9 +34,11 @@ def _json(data, status: int = 200) -> web.Response:
     return web.Response(body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"})
 
 
-def user_payload(user_id: int, name: str, *, bot: bool = False) -> dict:
-    return {"id": str(user_id), "username": name, "global_name": name, "discriminator": "0", "avatar": None,
-            "bot": bot, "public_flags": 0}
+def user_payload(user_id: int, name: str, *, bot: bool = False, global_name: str | None = None) -> dict:
+    """A user as Discord sends one: `username` is the account handle, `global_name` the display name (here the
+    handle unless told)."""
+    return {"id": str(user_id), "username": name, "global_name": global_name or name, "discriminator": "0",
+            "avatar": None, "bot": bot, "public_flags": 0}
 
 
 @dataclass

@@ -23,6 +23,7 @@ from services.discord.commands.common import (
     admin_or_creator,
     administrator_only,
     alias,
+    board_autocomplete,
     is_admin,
     on_error,
     reply,
@@ -52,11 +53,12 @@ class Confirm(discord.ui.View):
         self.stop()
 
 
-async def sync_problems(ctx, repository: str | None, branch: str, problem_set: str | None, force: bool):
-    """The shared problem sync (services.core.problems.apply), from a repository archive or the local root."""
-    options = {"problem_set": problem_set, "force": force, "visibility": "public"}
-    if not repository:
-        return await apply.plan_directory(ctx.pool, problem_dirs.problems_root(ctx), **options)
+async def sync_problems(ctx, repository: str | None, branch: str, problem_set: str | None, force: bool,
+                        closed: bool = False):
+    """The shared problem sync (services.core.problems.apply) of a repository's branch archive; no repository
+    named: KB_PROBLEMS_REPOSITORY (reference-kernels unless configured), as upstream's PROBLEMS_REPO."""
+    options = {"problem_set": problem_set, "force": force, "visibility": "closed" if closed else "public"}
+    repository = repository or ctx.settings.problems_repository
     if not problem_archive.REPOSITORY.match(repository) or not branch or "/" in branch:
         raise ValueError("repository must be <owner>/<name>, and the branch a name without slashes")
     data = await problem_archive.download(
@@ -82,9 +84,12 @@ def group(ctx) -> app_commands.Group:
 
     @admin.command(name="create-dev-leaderboard", description="A leaderboard from a local problem directory")
     @app_commands.describe(directory="problem directory under the problems root",
-                           gpu="GPU or comma list (default: the task's gpus)")
+                           gpu="GPU or comma list (default: the task's gpus)",
+                           closed="closed: only invited popcorn-cli users see and submit to it")
+    @app_commands.autocomplete(directory=problem_dirs.autocomplete(ctx))
     @admin_only()
-    async def create_dev(interaction: discord.Interaction, directory: str, gpu: str | None = None) -> None:
+    async def create_dev(interaction: discord.Interaction, directory: str, gpu: str | None = None,
+                         closed: bool = False) -> None:
         loaded = await problem_dirs.load_or_reply(ctx, interaction, directory)
         if loaded is None:
             return
@@ -96,9 +101,10 @@ def group(ctx) -> app_commands.Group:
             await reply(interaction, f"❌ {refusal}")
             return
         events, _ = await dev_boards.dev_board_events(ctx.pool, name, problem, gpus=gpus, now=datetime.now(UTC),
-                                                      creator_id=interaction.user.id)
+                                                      creator_id=interaction.user.id,
+                                                      visibility="closed" if closed else "public")
         await settle.publish_and_settle(ctx.broker, events, ctx.position, settle.PROJECTION_WAIT_S)
-        await reply(interaction, f"✅ Created `{name}`.")
+        await reply(interaction, f"✅ Created `{name}`{' (closed)' if closed else ''}.")
 
     admin.add_command(alias(create_dev, "create-local", "Upstream's name of create-dev-leaderboard"))
 
@@ -153,15 +159,18 @@ def group(ctx) -> app_commands.Group:
         await reply(interaction, "▶ Intake open.")
 
     @admin.command(name="update-problems", description="Sync leaderboards from a problem repository")
-    @app_commands.describe(repository="owner/name on GitHub (default: the local problems directory)",
+    @app_commands.describe(repository="owner/name on GitHub (default: gpu-mode/reference-kernels, or "
+                                      "KB_PROBLEMS_REPOSITORY)",
                            branch="branch of the repository", problem_set="one competition file's name",
-                           force="apply significant task changes too")
+                           force="apply significant task changes too",
+                           closed="create the new leaderboards closed (invited popcorn-cli users only)")
     @admin_only()
     async def update_problems(interaction: discord.Interaction, repository: str | None = None,
-                              branch: str = "main", problem_set: str | None = None, force: bool = False) -> None:
+                              branch: str = "main", problem_set: str | None = None, force: bool = False,
+                              closed: bool = False) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            plan = await sync_problems(ctx, repository, branch, problem_set, force)
+            plan = await sync_problems(ctx, repository, branch, problem_set, force, closed)
         except (problem_archive.ArchiveError, ProblemSetNotFound, ValueError) as exc:
             await reply(interaction, f"❌ {exc}")
             return
@@ -173,12 +182,20 @@ def group(ctx) -> app_commands.Group:
                                  f"{errors}")
 
     @admin.command(name="stats", description="Platform statistics, as GET /admin/stats gives them")
-    @app_commands.describe(last_day_only="only the last day, with each user's total run time")
+    @app_commands.describe(last_day_only="only the last day, with each user's total run time",
+                           leaderboard="only this leaderboard (default: all)")
+    @app_commands.autocomplete(leaderboard=board_autocomplete(ctx))
     @admin_only()
-    async def stats(interaction: discord.Interaction, last_day_only: bool = False) -> None:
+    async def stats(interaction: discord.Interaction, last_day_only: bool = False,
+                    leaderboard: str | None = None) -> None:
         # the gateway's use case (GET /admin/stats, upstream's show-stats): the same figures wherever asked
+        board = await read_model.leaderboard(ctx.pool, leaderboard) if leaderboard else None
+        if leaderboard and board is None:
+            await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
+            return
         since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
-        found = views.stats(*await admin_repository.stats(ctx.pool, since, None), last_day=last_day_only)
+        found = views.stats(*await admin_repository.stats(ctx.pool, since, board["id"] if board else None),
+                            last_day=last_day_only)
         lines = "\n".join(f"{key} = {value}" for key, value in found.items())
         if len(lines) <= 1900:
             await reply(interaction, f"```\n{lines}\n```")
@@ -188,27 +205,42 @@ def group(ctx) -> app_commands.Group:
     admin.add_command(alias(stats, "show-stats", "Upstream's name of stats"))
     admin_upstream.add_commands(admin, ctx, delete_board=delete_board)
 
-    async def _moderate(interaction: discord.Interaction, user: discord.User, banned: bool) -> bool:
-        """The shared ban (services.core.policy_changes): a user the platform knows, answered once it shows."""
+    async def _moderate(interaction: discord.Interaction, user: discord.User | None, user_id: str | None,
+                        banned: bool) -> str | None:
+        """The shared ban (services.core.policy_changes) of a Discord user or of any user the platform knows by id or
+        name (a popcorn-cli user signed in with GitHub has no Discord account); their name once the read model shows
+        it, None once the admin has been told why not."""
+        if (user is None) == (user_id is None):
+            await reply(interaction, "❌ Name the user: pick a Discord `user`, or give a `user_id` (or name).")
+            return None
         await interaction.response.defer(ephemeral=True, thinking=True)  # the wait may pass Discord's 3 s
         try:
-            await policy_changes.set_ban(ctx.broker, ctx.pool, ctx.position, str(user.id), banned)
-            return True
+            found = await policy_changes.find_user(ctx.pool, str(user.id) if user else user_id)
+            await policy_changes.set_ban(ctx.broker, ctx.pool, ctx.position, found["user_id"], banned)
+            return found["user_name"]
         except policy_changes.UnknownUser:
-            await reply(interaction, f"❌ {user.name} has never used the platform.")
-            return False
+            await reply(interaction, f"❌ {user.name if user else user_id} has never used the platform.")
+        except policy_changes.AmbiguousUser as exc:
+            await reply(interaction, f"❌ {exc}")
+        return None
 
     @admin.command(name="ban", description="Refuse a user's submissions")
+    @app_commands.describe(user="a Discord user", user_id="or a user id or name (popcorn-cli users too)")
     @admin_only()
-    async def ban(interaction: discord.Interaction, user: discord.User) -> None:
-        if await _moderate(interaction, user, True):
-            await reply(interaction, f"🚫 {user.name} is banned.")
+    async def ban(interaction: discord.Interaction, user: discord.User | None = None,
+                  user_id: str | None = None) -> None:
+        name = await _moderate(interaction, user, user_id, True)
+        if name is not None:
+            await reply(interaction, f"🚫 {name} is banned.")
 
     @admin.command(name="unban", description="Accept a user's submissions again")
+    @app_commands.describe(user="a Discord user", user_id="or a user id or name (popcorn-cli users too)")
     @admin_only()
-    async def unban(interaction: discord.Interaction, user: discord.User) -> None:
-        if await _moderate(interaction, user, False):
-            await reply(interaction, f"✅ {user.name} may submit again.")
+    async def unban(interaction: discord.Interaction, user: discord.User | None = None,
+                    user_id: str | None = None) -> None:
+        name = await _moderate(interaction, user, user_id, False)
+        if name is not None:
+            await reply(interaction, f"✅ {name} may submit again.")
 
     @admin.command(name="clear-hold", description="Clear a false hold: pre-check `hacked` or a score held for review")
     @app_commands.describe(submission_id="the held submission", reason="why it is a false positive (audit trail)")

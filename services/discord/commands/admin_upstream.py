@@ -32,12 +32,13 @@ VERIFY_MODES = {"test": ["test"], "benchmark": ["benchmark"], "ranked": ["leader
 
 
 def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
-    @admin.command(name="export-hf", description="Upload leaderboards' ranked submissions to the Hugging Face Hub")
+    @admin.command(name="export-hf", description="Upload leaderboards' submissions to the Hugging Face Hub")
     @app_commands.describe(leaderboards="comma-separated leaderboard names", filename="file name, ending .parquet",
-                           private="to the private data set (default); the public one takes finished boards")
+                           private="to the private data set (default); the public one takes finished boards",
+                           ranked_only="only ranked submissions (default: every one, failed ones included)")
     @admin_only()
     async def export_hf(interaction: discord.Interaction, leaderboards: str, filename: str,
-                        private: bool = True) -> None:
+                        private: bool = True, ranked_only: bool = False) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         names = [n.strip() for n in leaderboards.split(",") if n.strip()]
         rows = [await read_model.leaderboard(ctx.pool, name) for name in names]
@@ -47,7 +48,7 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
             return
         try:
             done = await hf_export.export_to_hub(ctx.pool, ctx.settings, [row["id"] for row in rows], filename,
-                                                 private=private)
+                                                 private=private, ranked_only=ranked_only)
         except (hf_export.ExportRefused, hf_export.ExportNotConfigured, hf_export.ExportFailed) as exc:
             await reply(interaction, f"❌ {exc}")
             return
@@ -110,6 +111,7 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
     @app_commands.describe(directory="problem directory under the problems root", gpu="GPU (default: the task's first)",
                            mode="which runs (default: ranked)")
     @app_commands.choices(mode=[app_commands.Choice(name=m, value=m) for m in VERIFY_MODES])
+    @app_commands.autocomplete(directory=problem_dirs.autocomplete(ctx))
     @admin_only()
     async def verify_task(interaction: discord.Interaction, directory: str, gpu: str | None = None,
                           mode: str = "ranked") -> None:

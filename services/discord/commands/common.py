@@ -9,6 +9,7 @@ import discord
 from discord import app_commands
 
 from services.core.admission import policy
+from services.core.display_names import display_name
 from services.discord import repository
 from services.discord.layout import ADMIN_ROLE, CREATOR_ROLE
 
@@ -130,4 +131,6 @@ def gpu_autocomplete(ctx):
 def who(interaction: discord.Interaction):
     from services.discord.admission import Submitter
 
-    return Submitter(user_id=str(interaction.user.id), user_name=interaction.user.name)
+    user = interaction.user
+    name = display_name("discord", {"global_name": user.global_name, "username": user.name}) or str(user.id)
+    return Submitter(user_id=str(user.id), user_name=name)

@@ -70,6 +70,27 @@ def ranking_pages(board: str, gpu: str, ranking) -> list[str]:
             for i, chunk in enumerate(chunks)]
 
 
+def template_language(templates: dict, asked: str | None) -> str | None:
+    """The template language asked for, matched case-insensitively; the first one when none is asked; None for a
+    language the leaderboard has no template in."""
+    if asked is None:
+        return min(templates)
+    return next((name for name in sorted(templates) if name.lower() == asked.strip().lower()), None)
+
+
+def language_autocomplete(ctx):
+    """The template languages of the leaderboard named in the same command, as upstream's drop-down offers them."""
+    async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
+        name = getattr(interaction.namespace, "leaderboard", None)
+        row = await read_model.leaderboard(ctx.pool, name) if name else None
+        if row is None or row["visibility"] != "public":
+            return []
+        return [app_commands.Choice(name=lang, value=lang) for lang in sorted(row["templates"] or {})
+                if current.lower() in lang.lower()][:25]
+
+    return complete
+
+
 async def _board(ctx, interaction: discord.Interaction, name: str):
     """The leaderboard if the user may read it; a closed one only through popcorn-cli with an invite."""
     row = await read_model.leaderboard(ctx.pool, name)
@@ -138,7 +159,8 @@ def group(ctx) -> app_commands.Group:
         await reply(interaction, texts.chunk(f"**{row['name']}**\n{row['description'] or ''}")[0], files=files)
 
     @lb.command(name="template", description="Starter code for a leaderboard")
-    @app_commands.autocomplete(leaderboard=complete)
+    @app_commands.describe(language="the template's language (default: the first of the leaderboard's)")
+    @app_commands.autocomplete(leaderboard=complete, language=language_autocomplete(ctx))
     async def template(interaction: discord.Interaction, leaderboard: str, language: str | None = None) -> None:
         row = await _board(ctx, interaction, leaderboard)
         if row is None:
@@ -147,7 +169,11 @@ def group(ctx) -> app_commands.Group:
         if not templates:
             await reply(interaction, f"`{row['name']}` has no templates.")
             return
-        lang = language if language in templates else min(templates)
+        lang = template_language(templates, language)
+        if lang is None:
+            await reply(interaction, f"❌ `{row['name']}` has no template for `{language}`; choose one of: "
+                                     + ", ".join(f"`{name}`" for name in sorted(templates)))
+            return
         comment = "//" if lang.lower() in ("cuda", "cu", "cpp", "c++") else "#"
         extension = ".cu" if comment == "//" else ".py"
         body = f"{comment}!POPCORN leaderboard {row['name']}\n\n{templates[lang]}"

@@ -9,7 +9,9 @@ import discord
 
 from problems import PROBLEMS_ROOT
 from runner.taskfile import LoadedProblem, TaskFileError, load_problem
-from services.discord.commands.common import reply
+from services.discord.commands.common import MAX_CHOICES, reply
+
+SEARCH_DEPTH = 3  # problem directories sit at most this deep under the root (examples/<name>, <set>/<name>)
 
 
 def problems_root(ctx) -> Path:
@@ -35,3 +37,21 @@ async def load_or_reply(ctx, interaction: discord.Interaction,
     except (TaskFileError, OSError) as exc:
         await reply(interaction, f"❌ {exc}")
         return None
+
+
+def problem_directories(root: Path) -> list[str]:
+    """Every directory holding a task.yml under the root, as the relative path the commands take."""
+    found = []
+    for depth in range(1, SEARCH_DEPTH + 1):
+        for task in root.glob("/".join(["*"] * depth) + "/task.yml"):
+            found.append(task.parent.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def autocomplete(ctx):
+    """The `directory` option's choices: the problem directories whose path contains what was typed."""
+    async def complete(_interaction: discord.Interaction, current: str) -> list[discord.app_commands.Choice[str]]:
+        matching = [d for d in problem_directories(problems_root(ctx)) if current.lower() in d.lower()]
+        return [discord.app_commands.Choice(name=d, value=d) for d in matching[:MAX_CHOICES]]
+
+    return complete

@@ -43,7 +43,7 @@ class DevLeaderboard(BaseModel):
 
 
 class UpdateProblems(BaseModel):
-    repository: str = "gpu-mode/reference-kernels"
+    repository: str | None = None  # None: KB_PROBLEMS_REPOSITORY (reference-kernels unless configured)
     branch: str = "main"
     problem_set: str | None = None
     force: bool = False
@@ -131,9 +131,10 @@ async def update_problems(body: UpdateProblems, pool: Pool, broker: Broker, posi
     if "/" in body.branch:
         raise HTTPException(400, "Branch names with slashes are not supported")
     visibility = _visibility(body.visibility)
-    if not problem_archive.REPOSITORY.match(body.repository) or not body.branch:
+    repository = body.repository or settings.problems_repository
+    if not problem_archive.REPOSITORY.match(repository) or not body.branch:
         raise HTTPException(400, "repository must be <owner>/<name> and branch must not be empty")
-    url = problem_archive.archive_url(settings.problems_archive_url, body.repository, body.branch)
+    url = problem_archive.archive_url(settings.problems_archive_url, repository, body.branch)
     try:
         data = await problem_archive.download(url)
     except problem_archive.ArchiveError as exc:

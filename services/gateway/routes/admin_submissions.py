@@ -94,10 +94,13 @@ async def leaderboard_submissions(leaderboard: str, pool: Pool, limit: int = 100
 
 @router.post("/export-hf")
 async def export_to_hugging_face(request: Request, pool: Pool, body: JsonBody = None) -> dict:
-    """The open-data export (services.core.hf_export), to the private data set unless `private` is false."""
+    """The open-data export (services.core.hf_export) in the public data set's columns, to the private data set
+    unless `private` is false; every submission, failed ones included, unless `ranked_only` is true."""
+    ranked_only = field(body, "ranked_only")
     try:
         done = await hf_export.export_to_hub(pool, request.app.state.settings, field(body, "leaderboard_ids"),
-                                             field(body, "filename"), private=field(body, "private") is not False)
+                                             field(body, "filename"), private=field(body, "private") is not False,
+                                             ranked_only=False if ranked_only is None else ranked_only)
     except hf_export.ExportRefused as exc:
         raise bad_request(str(exc)) from exc
     except hf_export.ExportNotConfigured as exc:
