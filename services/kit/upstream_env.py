@@ -30,7 +30,6 @@ ALIASES: dict[str, str] = {
     "hf_public_dataset": "HF_PUBLIC_DATASET",
     "discord_debug_token": "DISCORD_DEBUG_TOKEN",
     "discord_debug_guild_id": "DISCORD_DEBUG_CLUSTER_STAGING_ID",
-    "github_repository": "GITHUB_REPO",
     "github_ref": "GITHUB_WORKFLOW_BRANCH",
     "problems_repository": "PROBLEMS_REPO",
     "disable_ssl": "DISABLE_SSL",
