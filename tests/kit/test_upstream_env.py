@@ -78,13 +78,13 @@ def test_the_github_repository_and_branch_fill_the_catalogue():
     from services.dispatcher.catalogue import build_catalogue
 
     gpus = json.dumps({"gpus": {"MI300": {"backend": "github", "target": "amd_workflow.yml"}}})
-    github = build_catalogue(gpus, {}, [], {"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
+    github = build_catalogue(gpus, {}, [], github={"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
     assert (github.repository, github.ref) == ("gpu-mode/kernelbot", "staging")
     named = json.dumps({"backends": {"github": {"repository": "o/own", "ref": "main"}},
                         "gpus": {"MI300": {"backend": "github", "target": "amd_workflow.yml"}}})
-    github = build_catalogue(named, {}, [], {"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
+    github = build_catalogue(named, {}, [], github={"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
     assert (github.repository, github.ref) == ("o/own", "main")  # the catalogue's own entry wins
-    assert build_catalogue("", {"cpu": 1}, [], {"ref": "staging"}).backends.github is None  # a branch alone: no backend
+    assert build_catalogue("", {"cpu": 1}, [], github={"ref": "staging"}).backends.github is None  # a branch alone: no backend
 
 
 def test_our_names_alone_still_work(monkeypatch):
