@@ -59,7 +59,8 @@ async def ranked_submission_to_verdict(wire, platform, person: Person, board: st
     view = platform.submission(cli_id, submission_id)
     assert view["job"]["status"] == "succeeded"
     score = next(r["score"] for r in view["runs"] if r["mode"] == "leaderboard" and not r["secret"])
-    [verdict] = [m["content"] for m in fake.messages_in(channel) if f"place on `{board}`" in m["content"]]
+    # the user's verdict (the podium's announcement says "took first place on" the board, without the GPU)
+    [verdict] = [m["content"] for m in fake.messages_in(channel) if f"place on `{board}` on {gpu}:" in m["content"]]
     assert verdict == f"<@{person.user_id}> 🥇 1st place on `{board}` on {gpu}: {texts.score_text(score)}"
 
     # status lines: the public and the secret run, each with the short lines of docs/quickstart.md

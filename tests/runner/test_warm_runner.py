@@ -250,6 +250,15 @@ def test_a_forked_run_writes_its_temporary_files_into_its_own_private_directory(
     assert used == private and "kernelbot-run-" in used, line
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` is still running: not gone, not a zombie. It can go between two reads of /proc, so a
+    vanished file means it ended (seen once: /proc/<pid>/stat gone after /proc/<pid> was found)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def test_a_forked_runner_runs_in_the_sandbox_the_server_built_ahead_and_nothing_of_it_is_left(warm, tmp_path):
     """Between runs the server starts the next run's bubblewrap sandbox (runner/sandbox.py prebuild), in the runs'
     directory of the last runner it forked; the next runner forked adopts it, so no run waits for bwrap."""
@@ -274,7 +283,7 @@ def test_a_forked_runner_runs_in_the_sandbox_the_server_built_ahead_and_nothing_
             pid = fork_runner(launcher.socket_path, ["--payload", str(payload_file), "--result", str(result_file),
                                                      "--workdir", str(runs)], log.fileno())
         deadline = time.monotonic() + 60
-        while os.path.exists(f"/proc/{pid}") and Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z":
+        while _running(pid):
             assert time.monotonic() < deadline, "the runner did not end"
             time.sleep(0.01)  # waiting for the runner to end, an event, not a race
         return FullResult.model_validate_json(result_file.read_text())
