@@ -27,10 +27,11 @@ BENCHMARK_ITERATION_BASE = 1 << 20
 # The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
 # exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
 # more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
-# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness tolerates 20% of
-# rejected calls where harness.md §5.3.7 says 10%. A patched timer or a side thread hiding its work is rejected on
-# nearly every call.
-PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.2
+# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness tolerates 35% of
+# rejected calls: an honest softmax on a 2-core host running the test suite had 91 of 291 calls (31%) rejected. A
+# patched timer or a side thread hiding its work is rejected on nearly every call, and more than half of the calls
+# rejected ends the case at once (the early out in measure).
+PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.35
 OVERHEAD_CAP_NS = 2_000_000
 
 
