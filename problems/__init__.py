@@ -1,4 +1,4 @@
-"""The bundled example problem sets, in the reference-kernels layout (harness.md §1.1).
+"""The bundled example problem sets, in the reference-kernels layout (docs/authoring.md, "The harness protocol").
 
 `problems/*.yaml` are competition files (the file stem is the problem-set name); each problem directory holds a
 `task.yml` plus the files it names. These files ship as package data so that `kernelbot up` can load the examples

@@ -1,12 +1,12 @@
 """KernelBot example harness for Python problems: `python eval.py <test|benchmark|leaderboard|profile> <casefile>`.
 
-Speaks the POPCORN_FD protocol of harness.md §4: `key: value` lines on the result pipe, a single `check: pass|fail`
+Speaks the POPCORN_FD protocol of docs/authoring.md, "The harness protocol": `key: value` lines on the result pipe, a single `check: pass|fail`
 at the end, exit 0 (all passed), 112 (a case failed), 111 (no usable POPCORN_FD), 113 (bad case file or seed),
 2 (usage). Bulk samples go to the optional POPCORN_DATA_FD as JSON lines. It also speaks the chain extension
 (`python eval.py chain STAGE=CASEFILE ...`, see `run_chain` and docs/authoring.md): every stage of a run in this
 one process, each stage with its own pipes, its own exit code and a fresh worker.
 
-This process is the supervisor of harness.md §5.3.1: it owns the case file, the seed, the result pipes, input
+This process is the supervisor of docs/authoring.md, "The harness protocol": it owns the case file, the seed, the result pipes, input
 generation, the reference and checker, and the statistics; it never imports user code. The submission runs in a
 worker (harness_worker.py, one per rank) started in a directory holding neither reference.py nor the supervisor's
 files, without POPCORN_* variables and without the result pipes. The supervisor is non-dumpable, so a worker running as the same
@@ -14,12 +14,12 @@ user can neither ptrace it nor open its /proc files (memory, environment, file d
 travel as plain bytes (never pickle); every input is fresh and the kernel gets its own copy; every timed output is
 checked right after its sample. The worker reports each call's time; the supervisor times every request from its
 side (wall clock, and the worker's CPU clock as the kernel sees it) and rejects samples whose reported time falls
-short of what it measured by more than the overhead calibrated with no-op requests (harness.md §5.3.7), which
+short of what it measured by more than the overhead calibrated with no-op requests (docs/authoring.md, "The harness protocol"), which
 defeats patched timers and work left to side threads.
 
 The secret seed leaves the environment (and, by one re-exec, /proc/self/environ) at start-up and is mixed into
 every case seed with a keyed one-way function. This CPU harness does not flush the last-level cache and records no
-telemetry, so its timings are development-only (harness.md §5.6); on CUDA inputs the worker times with CUDA events
+telemetry, so its timings are development-only (docs/authoring.md, "The harness protocol"); on CUDA inputs the worker times with CUDA events
 on its stream, closes each sample with a device-wide synchronize and writes 2x the L2 before each call.
 
 The supervisor is three files, shipped together wherever this one goes: this one is the process (argv, the case
@@ -40,7 +40,7 @@ HARNESS_VERSION = "kernelbot-examples 0.5.1"
 EXIT_FAILED, EXIT_NO_FD, EXIT_BAD_INPUT, EXIT_USAGE = 112, 111, 113, 2
 STAGES = ("test", "benchmark", "leaderboard", "profile")
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
-# The chain extension of the protocol (docs/harness-protocol.md): the runner, seeing this name in the harness's
+# The chain extension of the protocol (docs/authoring.md, "Optional: every stage in one process (the chain)"): the runner, seeing this name in the harness's
 # text, starts `eval.py chain STAGE=CASEFILE ...` once per run instead of one process per stage.
 CHAIN, CHAIN_FD_VARIABLE = "chain", "KERNELBOT_HARNESS_CHAIN_FD"
 # Values: an integer, a word, a [list] or (tuple) of integers; the words true/false are booleans (reference-kernels
@@ -167,7 +167,7 @@ def main(argv: list[str]) -> int:
     return 0 if passed else EXIT_FAILED
 
 
-# ---- the chain: all stages of one run in this one supervisor (docs/harness-protocol.md) ---------------------------
+# ---- the chain: all stages of one run in this one supervisor (docs/authoring.md, "Optional: every stage in one process (the chain)") ---------------------------
 
 
 def run_chain(argv: list[str]) -> int:

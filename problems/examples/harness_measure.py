@@ -1,5 +1,5 @@
 """The timing method of the example harness's supervisor (eval.py): the seeds of generated inputs, the warm-up, the
-no-op calibration and cross-check of harness.md §5.3.7, the stopping rule and the statistics of §5.4.
+no-op calibration and cross-check of docs/authoring.md, "The harness protocol", the stopping rule and the statistics of that section.
 
 Shipped beside eval.py wherever it goes (the task.yml `files` of each bundled problem, runner/harness_choice.py for
 reference-kernels problems) and hidden from the worker. No I/O; `request` is the supervisor's one request to the
@@ -24,7 +24,7 @@ WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 # (seed + 13 * iteration) stay below 2**32: torch seeds its CPU generator with a seed's low 32 bits only.
 WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
-# The supervisor-side cross-check (harness.md §5.3.7): a sample is rejected when the time the supervisor measured
+# The supervisor-side cross-check (docs/authoring.md, "The harness protocol"): a sample is rejected when the time the supervisor measured
 # exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
 # more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
 # request spreads widely (cold caches after each wake-up); for the same reason this CPU harness tolerates 35% of
@@ -50,7 +50,7 @@ def timed_iteration(stage: str, sample: int) -> int:
 
 
 def summarize(samples: list[int]) -> dict:
-    """The statistics of harness.md §5.4 (ns)."""
+    """The statistics of docs/authoring.md, "The harness protocol" (ns)."""
     n = len(samples)
     ordered = sorted(samples)
     mean = sum(samples) / n

@@ -5,7 +5,7 @@ a problem (runner/harness_choice.py); the bundled problems do not need it, and e
 Preallocated outputs: reference-kernels inputs may carry the output buffer (pmpp_v2 vectoradd gets (A, B, C) and
 returns C). The worker refuses an output that shares storage with an input, so the supervisor finds the input
 tensors the reference itself fills and returns, and tells the worker that returning exactly those is allowed
-(harness.md §5.3.3: "storage not shared with any input except a declared output buffer").
+(docs/authoring.md, "The harness protocol": "storage not shared with any input except a declared output buffer").
 """
 
 from __future__ import annotations

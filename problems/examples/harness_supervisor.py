@@ -1,4 +1,4 @@
-"""The supervisor of the example harness (eval.py, harness.md §5.3.1): the result pipe, the workers of a stage,
+"""The supervisor of the example harness (eval.py, docs/authoring.md, "The harness protocol"): the result pipe, the workers of a stage,
 one request (fresh inputs, one worker call, every output checked against the pristine inputs) and the stages
 built from requests. The timing method is harness_measure.py; the process around it (argv, pipes, seed, chain) is
 eval.py.

@@ -1,4 +1,4 @@
-"""The worker half of the example harness (harness.md §5.3.1): the only process that imports and runs user code.
+"""The worker half of the example harness (docs/authoring.md, "The harness protocol"): the only process that imports and runs user code.
 
 The supervisor (eval.py) starts it as `python harness_worker.py <request fd> <reply fd>` in a directory holding
 only the submission and the modules it may import (never reference.py or eval.py), with no POPCORN_* variables
