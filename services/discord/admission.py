@@ -1,30 +1,23 @@
-"""Admission of a Discord submission: the shared policy (services.core.admission.policy.judge), fed by the same read-model
-queries the gateway's intake uses. A Discord identity is not a popcorn-cli one, so closed leaderboards refuse it.
+"""A Discord submission in the submit use case's terms (services.core.admission.submit): who submits, the board and
+GPUs its options or its `#!POPCORN` header name, and the mode its command names. A Discord identity is not a
+popcorn-cli one, so closed leaderboards refuse it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import asyncpg
-from faststream.nats import NatsBroker
+import discord
 
-from schemas.events import SubmissionReceived
 from services.core import read_model
-from services.core.admission import policy
-from services.core.admission.facts import admission_facts
+from services.core.admission import submit
 from services.core.admission.source_rules import header_directives
+from services.core.display_names import display_name
 from services.discord import repository
-from services.kit.bus import publish
 
 MODES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "ranked": "leaderboard"}
-
-
-@dataclass(frozen=True)
-class Submitter:
-    user_id: str
-    user_name: str
+ORIGIN = "discord"
 
 
 @dataclass(frozen=True)
@@ -60,25 +53,17 @@ async def board_gpus(pool: asyncpg.Pool, name: str) -> list[str]:
     return sorted(row["gpus"]) if row else []
 
 
-async def judge(pool: asyncpg.Pool, who: Submitter, leaderboard: str, gpus: list[str], mode: str,
-                script: Script) -> tuple[policy.Admitted, str]:
-    """Every check of http-api.md §6 in its order; raises policy.Refused. Returns the admitted submission and the
-    board's own spelling of its name."""
-    now = datetime.now(UTC)
-    found, board, rate_limit = await admission_facts(pool, leaderboard, who.user_id, mode, now)
-    person = await repository.user(pool, who.user_id)
-    applicant = policy.Applicant(banned=bool(person and person["banned"]), via_cli=False, invited=found["invited"])
-    admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,
-                            board=board, gpus=gpus, mode=mode, file_name=script.file_name, content=script.content,
-                            now=now, rate_limit=rate_limit)
-    return admitted, found["name"]
+async def submitter(pool: asyncpg.Pool, user: discord.User | discord.Member) -> submit.Submitter:
+    """The Discord user as the platform knows them: their display name, and whether the read model shows a ban."""
+    name = display_name("discord", {"global_name": user.global_name, "username": user.name}) or str(user.id)
+    person = await repository.user(pool, str(user.id))
+    return submit.Submitter(user_id=str(user.id), user_name=name, banned=bool(person and person["banned"]),
+                            via_cli=False, origin=ORIGIN)
 
 
-async def record(broker: NatsBroker, submission_id: int, who: Submitter, board_name: str, gpus: list[str],
-                 admitted: policy.Admitted) -> None:
-    """Publish the submission; the dispatcher judges it again and its decision stands."""
-    await publish(broker, SubmissionReceived(
-        submission_id=submission_id, leaderboard=board_name, gpus=gpus, mode=admitted.mode, user_id=who.user_id,
-        user_name=who.user_name, file_name=admitted.file_name, code=admitted.code, origin="discord", via_cli=False,
-        correlation_id=str(submission_id),
-    ))
+async def admit(pool: asyncpg.Pool, user: discord.User | discord.Member, board: str, gpus: list[str], mode: str,
+                script: Script) -> submit.Admission:
+    """The submit use case's preliminary admission of a Discord submission; raises policy.Refused."""
+    entry = submit.Entry(leaderboard=board, gpus=tuple(gpus), mode=mode, file_name=script.file_name,
+                         content=script.content)
+    return await submit.admit(pool, await submitter(pool, user), entry)

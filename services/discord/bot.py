@@ -18,6 +18,7 @@ from schemas.streams import EVENTS
 from services.core import artifact_links
 from services.core.position import LedgerPosition
 from services.discord import projection
+from services.discord.commands.table import register
 from services.discord.delivery import Delivery, Layout
 from services.discord.layout import ensure_layout
 from services.discord.settings import DiscordSettings
@@ -73,8 +74,6 @@ class KernelBotClient(discord.Client):
         return discord.Object(self.ctx.settings.discord_guild_id)
 
     async def setup_hook(self) -> None:
-        from services.discord.commands import register
-
         settings = self.ctx.settings
         broker = service_broker(settings)
         broker.include_router(_router(self.slot, self._wake_delivery))

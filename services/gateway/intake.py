@@ -1,9 +1,10 @@
 """The one admission path of every submit route (http-api.md §6): judge, record, and answer with the decision.
 
-The rules live in services.core.admission.policy, shared with the dispatcher. The gateway judges first with what its
-read model shows, so most refusals cost no event; then it publishes SubmissionReceived and waits for the
-dispatcher's authoritative decision, so a submission refused there (two parallel requests racing for the last
-rate-limit slot, a ban that just landed) still gets its plain HTTP error instead of a 202.
+The rules live in services.core.admission.policy, shared with the dispatcher; the submit use case that applies them
+(services.core.admission.submit) is shared with the Discord bot. The gateway judges first with what its read model
+shows, so most refusals cost no event; then it publishes SubmissionReceived and waits for the dispatcher's
+authoritative decision, so a submission refused there (two parallel requests racing for the last rate-limit slot, a
+ban that just landed) still gets its plain HTTP error instead of a 202.
 """
 
 from __future__ import annotations
@@ -11,15 +12,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from fastapi import Request, UploadFile
 
 from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
 from services.core import read_model as repository
-from services.core.admission import policy
-from services.core.admission.facts import admission_facts
+from services.core.admission import policy, submit
 from services.gateway import ratelimit
 from services.gateway.deps import User
 from services.kit.bus import publish
@@ -34,19 +33,6 @@ class Accepted:
     leaderboard: str
     gpu: str
     mode: str
-
-
-async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile,
-                deadline_applies: bool, profile: ProfileOptions | None = None) -> tuple[policy.Admitted, str]:
-    """The policy's judgement with what the read model shows; the admitted submission and the board's name."""
-    now = datetime.now(UTC)
-    found, board, rate_limit = await admission_facts(request.app.state.pool, leaderboard, user.user_id, mode, now)
-    content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
-    applicant = policy.Applicant(banned=user.banned, via_cli=user.via_cli, invited=found["invited"])
-    admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,
-                            board=board, gpus=[gpu], mode=mode, file_name=file.filename, content=content, now=now,
-                            rate_limit=rate_limit, deadline_applies=deadline_applies, profile=profile)
-    return admitted, found["name"]
 
 
 async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile, *,
@@ -69,17 +55,19 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
                 await raise_refusal(state.pool, submission_id)
             return Accepted(submission_id, earlier["leaderboard_name"], gpu, earlier["mode"])
     await ratelimit.limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
-    admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies, profile)
+    content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
+    entry = submit.Entry(leaderboard=leaderboard, gpus=(gpu,), mode=mode, file_name=file.filename, content=content,
+                         deadline_applies=deadline_applies, profile=profile)
+    admission = await submit.admit(state.pool, submitter(user), entry)
     # A retry whose first attempt was published but not yet projected publishes the same SubmissionReceived id
     # again, and the stream's duplicate window keeps one.
     submission_id = submission_id or await repository.next_submission_id(state.pool)
-    received = SubmissionReceived(
-        submission_id=submission_id, leaderboard=board_name, gpus=[gpu], mode=admitted.mode,
-        user_id=user.user_id, user_name=user.user_name, file_name=admitted.file_name, code=admitted.code,
-        via_cli=user.via_cli, deadline_applies=deadline_applies, correlation_id=str(submission_id), profile=profile,
-    )
-    await record_and_await_decision(state, received)
-    return Accepted(submission_id, board_name, gpu, admitted.mode)
+    await record_and_await_decision(state, admission.received(submission_id))
+    return Accepted(submission_id, admission.board_name, gpu, admission.admitted.mode)
+
+
+def submitter(user: User) -> submit.Submitter:
+    return submit.Submitter(user_id=user.user_id, user_name=user.user_name, banned=user.banned, via_cli=user.via_cli)
 
 
 async def record_and_await_decision(state, received: SubmissionReceived) -> None:

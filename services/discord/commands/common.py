@@ -8,8 +8,8 @@ import logging
 import discord
 from discord import app_commands
 
+from services.core import read_model
 from services.core.admission import policy
-from services.core.display_names import display_name
 from services.discord import repository
 from services.discord.layout import ADMIN_ROLE, CREATOR_ROLE
 
@@ -71,12 +71,6 @@ def admin_or_creator():
     return app_commands.check(predicate)
 
 
-def alias(command: app_commands.Command, name: str, description: str) -> app_commands.Command:
-    """The same command under another name (upstream KernelBot's): its checks, options and autocomplete come
-    with its callback."""
-    return app_commands.Command(name=name, description=description[:100], callback=command.callback)
-
-
 def administrator_only():
     async def predicate(interaction: discord.Interaction) -> bool:
         if not interaction.permissions.administrator:
@@ -112,8 +106,6 @@ def board_autocomplete(ctx):
 
 def gpu_autocomplete(ctx):
     """The GPUs of the leaderboard named in the same command (its `leaderboard` option)."""
-    from services.core import read_model
-
     async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         name = getattr(interaction.namespace, "leaderboard", None)
         row = await read_model.leaderboard(ctx.pool, name) if name else None
@@ -127,10 +119,3 @@ def gpu_autocomplete(ctx):
 
     return complete
 
-
-def who(interaction: discord.Interaction):
-    from services.discord.admission import Submitter
-
-    user = interaction.user
-    name = display_name("discord", {"global_name": user.global_name, "username": user.name}) or str(user.id)
-    return Submitter(user_id=str(user.id), user_name=name)

@@ -1,4 +1,5 @@
-"""`/leaderboard submit test|benchmark|profile|ranked`: judge with the shared policy, record, reply live."""
+"""`/leaderboard submit test|benchmark|profile|ranked`: the submit use case (services.core.admission.submit), recorded
+and answered with a live message."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import logging
 from datetime import UTC, datetime
 
 import discord
-from discord import app_commands
 
 from services.core import read_model
 from services.core.admission import policy
+from services.core.admission import submit as submit_case
 from services.discord import admission, repository, texts
-from services.discord.commands.common import board_autocomplete, gpu_autocomplete, refusal_text, reply, who
-from services.kit.bus import PublishFailed
+from services.discord.commands.common import refusal_text, reply
+from services.kit.bus import PublishFailed, publish
 
 log = logging.getLogger("kernelbot.discord")
 GPU_CHOICE_TIMEOUT_S = 120.0
@@ -40,8 +41,10 @@ class GpuChoice(discord.ui.View):
         self.stop()
 
 
-async def submit(ctx, interaction: discord.Interaction, mode: str, script: discord.Attachment,
-                 leaderboard: str | None, gpu: str | None) -> None:
+async def submit(ctx, interaction: discord.Interaction, script: discord.Attachment, leaderboard: str | None = None,
+                 gpu: str | None = None, *, mode: str) -> None:
+    """`/leaderboard submit <mode>`: the board and GPUs from the options or the script's header, then the submit use
+    case; the GPUs are asked for when neither names them and the board has several."""
     if interaction.channel_id != ctx.layout.submissions_channel:
         await reply(interaction, f"Submissions go to <#{ctx.layout.submissions_channel}>.")
         return
@@ -65,13 +68,12 @@ async def submit(ctx, interaction: discord.Interaction, mode: str, script: disco
             gpus = await _ask_gpus(interaction, board, available)
             if not gpus:
                 return
-    who_ = who(interaction)
     try:
-        admitted, board_name = await admission.judge(ctx.pool, who_, board, gpus, admission.MODES[mode], source)
+        admitted = await admission.admit(ctx.pool, interaction.user, board, gpus, admission.MODES[mode], source)
     except policy.Refused as refused:
         await interaction.edit_original_response(content=refusal_text(refused))
         return
-    await _record(ctx, interaction, who_, board_name, gpus, admitted)
+    await record(ctx, interaction, admitted)
 
 
 async def _ask_gpus(interaction: discord.Interaction, board: str, gpus: list[str]) -> list[str]:
@@ -83,46 +85,24 @@ async def _ask_gpus(interaction: discord.Interaction, board: str, gpus: list[str
     return choice.chosen
 
 
-async def _record(ctx, interaction: discord.Interaction, who_, board_name: str, gpus: list[str],
-                  admitted: policy.Admitted) -> None:
+async def record(ctx, interaction: discord.Interaction, admitted: submit_case.Admission) -> None:
+    """Record an admitted submission and make the interaction's answer its live message."""
     submission_id = await read_model.next_submission_id(ctx.pool)
     original = await interaction.original_response()
+    who, gpus, mode = admitted.submitter, list(admitted.entry.gpus), admitted.admitted.mode
     # Stored before the event exists, so its first update already finds where to write.
     async with ctx.pool.acquire() as conn:
         await repository.track_submission(
-            conn, submission_id=submission_id, user_id=who_.user_id, user_name=who_.user_name,
-            leaderboard=board_name, mode=admitted.mode, gpus=gpus, channel_id=interaction.channel_id,
+            conn, submission_id=submission_id, user_id=who.user_id, user_name=who.user_name,
+            leaderboard=admitted.board_name, mode=mode, gpus=gpus, channel_id=interaction.channel_id,
             application_id=interaction.application_id, token=interaction.token,
             issued_at=interaction.created_at.astimezone(UTC) if interaction.created_at else datetime.now(UTC),
             message_id=original.id)
-    head = texts.header(submission_id, board_name, admitted.mode, gpus)
+    head = texts.header(submission_id, admitted.board_name, mode, gpus)
     await interaction.edit_original_response(content=f"{head}\n⏳ queued", view=None)
     try:
-        await admission.record(ctx.broker, submission_id, who_, board_name, gpus, admitted)
+        await publish(ctx.broker, admitted.received(submission_id))
     except PublishFailed:
         log.exception("submission %s was not recorded", submission_id)
         await interaction.edit_original_response(content=f"{head}\n❌ The platform did not record the submission; "
                                                          "please try again.")
-
-
-def submit_group(ctx) -> app_commands.Group:
-    group = app_commands.Group(name="submit", description="Submit a kernel")
-
-    def make(mode: str, description: str) -> app_commands.Command:
-        @app_commands.command(name=mode, description=description)
-        @app_commands.describe(script="Your kernel (.py, .cu, .cuh, .cpp)",
-                               leaderboard="Leaderboard (default: the #!POPCORN leaderboard header)",
-                               gpu="GPU, or a comma-separated list (default: header, or you choose)")
-        @app_commands.autocomplete(leaderboard=board_autocomplete(ctx), gpu=gpu_autocomplete(ctx))
-        async def command(interaction: discord.Interaction, script: discord.Attachment,
-                          leaderboard: str | None = None, gpu: str | None = None) -> None:
-            await submit(ctx, interaction, mode, script, leaderboard, gpu)
-
-        return command
-
-    for mode, description in (("test", "Check your kernel against the tests"),
-                              ("benchmark", "Time your kernel on the benchmarks"),
-                              ("profile", "Profile your kernel"),
-                              ("ranked", "A ranked run: tests, benchmarks and the leaderboard")):
-        group.add_command(make(mode, description))
-    return group

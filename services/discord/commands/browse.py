@@ -1,4 +1,4 @@
-"""`/leaderboard ...`: submit, and read leaderboards, tasks, templates and one's own submissions."""
+"""`/leaderboard ...` for reading: leaderboards, their rankings, tasks and templates, and one's own submissions."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from discord import app_commands
 from schemas.contracts import SUBMISSION_MARKER
 from services.core import noise, ranking_repository, read_model
 from services.discord import texts
-from services.discord.commands.common import board_autocomplete, gpu_autocomplete, on_error, reply, text_file
-from services.discord.commands.submit import submit_group
+from services.discord.commands.common import reply, text_file
 
 PAGE_SIZE = 10
 RANKING_SIZE = 10  # ranks per page of /leaderboard show
@@ -103,97 +102,82 @@ async def _board(ctx, interaction: discord.Interaction, name: str):
     return row
 
 
-def group(ctx) -> app_commands.Group:
-    lb = app_commands.Group(name="leaderboard", description="KernelBot leaderboards")
-    lb.on_error = on_error
-    lb.add_command(submit_group(ctx))
-    complete = board_autocomplete(ctx)
+async def list_boards(ctx, interaction: discord.Interaction) -> None:
+    pages = list_pages(await read_model.leaderboards(ctx.pool))
+    view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
+    await reply(interaction, pages[0], view=view)
 
-    @lb.command(name="list", description="All leaderboards")
-    async def list_(interaction: discord.Interaction) -> None:
-        pages = list_pages(await read_model.leaderboards(ctx.pool))
-        view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
-        await reply(interaction, pages[0], view=view)
 
-    @lb.command(name="show", description="The ranking of a leaderboard, per GPU, in pages")
-    @app_commands.describe(leaderboard="Leaderboard", gpu="GPU (default: every GPU of the leaderboard)")
-    @app_commands.autocomplete(leaderboard=complete, gpu=gpu_autocomplete(ctx))
-    async def show(interaction: discord.Interaction, leaderboard: str, gpu: str | None = None) -> None:
-        row = await _board(ctx, interaction, leaderboard)
-        if row is None:
-            return
-        gpus = sorted(row["gpus"])
-        if gpu is not None and gpu not in gpus:
-            await reply(interaction, f"❌ `{row['name']}` does not run on {gpu}; it runs on {', '.join(gpus)}.")
-            return
-        pages = []
-        for name in [gpu] if gpu else gpus:
-            _, ranking = await ranking_repository.ranking_with_results(ctx.pool, row["id"], name,
-                                                                       RANKING_SIZE * RANKING_PAGES)
-            pages.extend(ranking_pages(row["name"], name, ranking))
-        pages = pages or [f"**{row['name']}** runs on no GPU."]
-        view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
-        await reply(interaction, pages[0], view=view)
+async def show(ctx, interaction: discord.Interaction, leaderboard: str, gpu: str | None = None) -> None:
+    row = await _board(ctx, interaction, leaderboard)
+    if row is None:
+        return
+    gpus = sorted(row["gpus"])
+    if gpu is not None and gpu not in gpus:
+        await reply(interaction, f"❌ `{row['name']}` does not run on {gpu}; it runs on {', '.join(gpus)}.")
+        return
+    pages = []
+    for name in [gpu] if gpu else gpus:
+        _, ranking = await ranking_repository.ranking_with_results(ctx.pool, row["id"], name,
+                                                                   RANKING_SIZE * RANKING_PAGES)
+        pages.extend(ranking_pages(row["name"], name, ranking))
+    pages = pages or [f"**{row['name']}** runs on no GPU."]
+    view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
+    await reply(interaction, pages[0], view=view)
 
-    @lb.command(name="show-personal", description="Your submissions to a leaderboard")
-    @app_commands.autocomplete(leaderboard=complete)
-    async def show_personal(interaction: discord.Interaction, leaderboard: str) -> None:
-        row = await _board(ctx, interaction, leaderboard)
-        if row is None:
-            return
-        mine = await read_model.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
-        lines = [f"`{s['id']}` {s['file_name']} · {s['submitted_at']:%Y-%m-%d %H:%M} · "
-                 + (", ".join(f"{r['gpu_type']}: {texts.score_text(r['score'])}" for r in s["runs"]) or "unranked")
-                 for s in mine]
-        await reply(interaction, "\n".join([f"**Your submissions to {row['name']}**", *lines])
-                    if lines else "You have no submissions to this leaderboard.")
 
-    @lb.command(name="task", description="A leaderboard's task and its reference files")
-    @app_commands.autocomplete(leaderboard=complete)
-    async def task(interaction: discord.Interaction, leaderboard: str) -> None:
-        row = await _board(ctx, interaction, leaderboard)
-        if row is None:
-            return
-        files = [text_file(name, content) for name, content in sorted(row["task"]["files"].items())
-                 if content != SUBMISSION_MARKER][:10]
-        await reply(interaction, texts.chunk(f"**{row['name']}**\n{row['description'] or ''}")[0], files=files)
+async def show_personal(ctx, interaction: discord.Interaction, leaderboard: str) -> None:
+    row = await _board(ctx, interaction, leaderboard)
+    if row is None:
+        return
+    mine = await read_model.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
+    lines = [f"`{s['id']}` {s['file_name']} · {s['submitted_at']:%Y-%m-%d %H:%M} · "
+             + (", ".join(f"{r['gpu_type']}: {texts.score_text(r['score'])}" for r in s["runs"]) or "unranked")
+             for s in mine]
+    await reply(interaction, "\n".join([f"**Your submissions to {row['name']}**", *lines])
+                if lines else "You have no submissions to this leaderboard.")
 
-    @lb.command(name="template", description="Starter code for a leaderboard")
-    @app_commands.describe(language="the template's language (default: the first of the leaderboard's)")
-    @app_commands.autocomplete(leaderboard=complete, language=language_autocomplete(ctx))
-    async def template(interaction: discord.Interaction, leaderboard: str, language: str | None = None) -> None:
-        row = await _board(ctx, interaction, leaderboard)
-        if row is None:
-            return
-        templates = row["templates"] or {}
-        if not templates:
-            await reply(interaction, f"`{row['name']}` has no templates.")
-            return
-        lang = template_language(templates, language)
-        if lang is None:
-            await reply(interaction, f"❌ `{row['name']}` has no template for `{language}`; choose one of: "
-                                     + ", ".join(f"`{name}`" for name in sorted(templates)))
-            return
-        comment = "//" if lang.lower() in ("cuda", "cu", "cpp", "c++") else "#"
-        extension = ".cu" if comment == "//" else ".py"
-        body = f"{comment}!POPCORN leaderboard {row['name']}\n\n{templates[lang]}"
-        await reply(interaction, f"Starter code for `{row['name']}` ({lang}).",
-                    files=[text_file(f"{row['name']}_template{extension}", body)])
 
-    @lb.command(name="get-submission", description="One of your submissions: its code and results")
-    async def get_submission(interaction: discord.Interaction, submission_id: int) -> None:
-        row = await read_model.submission(ctx.pool, submission_id)
-        if row is None or str(row["user_id"]) != str(interaction.user.id):
-            await reply(interaction, "❌ Submission not found among yours.")
-            return
-        await reply(interaction, await submission_summary(ctx, row, include_secret=False),
-                    files=[text_file(row["file_name"], row["code"])])
+async def task(ctx, interaction: discord.Interaction, leaderboard: str) -> None:
+    row = await _board(ctx, interaction, leaderboard)
+    if row is None:
+        return
+    files = [text_file(name, content) for name, content in sorted(row["task"]["files"].items())
+             if content != SUBMISSION_MARKER][:10]
+    await reply(interaction, texts.chunk(f"**{row['name']}**\n{row['description'] or ''}")[0], files=files)
 
-    @lb.command(name="help", description="How to use KernelBot")
-    async def help_(interaction: discord.Interaction) -> None:
-        await reply(interaction, HELP)
 
-    return lb
+async def template(ctx, interaction: discord.Interaction, leaderboard: str, language: str | None = None) -> None:
+    row = await _board(ctx, interaction, leaderboard)
+    if row is None:
+        return
+    templates = row["templates"] or {}
+    if not templates:
+        await reply(interaction, f"`{row['name']}` has no templates.")
+        return
+    lang = template_language(templates, language)
+    if lang is None:
+        await reply(interaction, f"❌ `{row['name']}` has no template for `{language}`; choose one of: "
+                                 + ", ".join(f"`{name}`" for name in sorted(templates)))
+        return
+    comment = "//" if lang.lower() in ("cuda", "cu", "cpp", "c++") else "#"
+    extension = ".cu" if comment == "//" else ".py"
+    body = f"{comment}!POPCORN leaderboard {row['name']}\n\n{templates[lang]}"
+    await reply(interaction, f"Starter code for `{row['name']}` ({lang}).",
+                files=[text_file(f"{row['name']}_template{extension}", body)])
+
+
+async def own_submission(ctx, interaction: discord.Interaction, submission_id: int) -> None:
+    row = await read_model.submission(ctx.pool, submission_id)
+    if row is None or str(row["user_id"]) != str(interaction.user.id):
+        await reply(interaction, "❌ Submission not found among yours.")
+        return
+    await reply(interaction, await submission_summary(ctx, row, include_secret=False),
+                files=[text_file(row["file_name"], row["code"])])
+
+
+async def help_text(_ctx, interaction: discord.Interaction) -> None:
+    await reply(interaction, HELP)
 
 
 async def submission_summary(ctx, row, *, include_secret: bool) -> str:
