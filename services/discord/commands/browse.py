@@ -8,7 +8,7 @@ from discord import app_commands
 from schemas.contracts import SUBMISSION_MARKER
 from services.core import noise, ranking_repository, read_model
 from services.discord import texts
-from services.discord.commands.common import reply, text_file
+from services.discord.commands.common import public_board_named, reply, text_file
 
 PAGE_SIZE = 10
 RANKING_SIZE = 10  # ranks per page of /leaderboard show
@@ -80,9 +80,8 @@ def template_language(templates: dict, asked: str | None) -> str | None:
 def language_autocomplete(ctx):
     """The template languages of the leaderboard named in the same command, as upstream's drop-down offers them."""
     async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        name = getattr(interaction.namespace, "leaderboard", None)
-        row = await read_model.leaderboard(ctx.pool, name) if name else None
-        if row is None or row["visibility"] != "public":
+        row = await public_board_named(ctx, interaction)
+        if row is None:
             return []
         return [app_commands.Choice(name=lang, value=lang) for lang in sorted(row["templates"] or {})
                 if current.lower() in lang.lower()][:25]

@@ -104,12 +104,18 @@ def board_autocomplete(ctx):
     return complete
 
 
+async def public_board_named(ctx, interaction: discord.Interaction):
+    """The public leaderboard the same command's `leaderboard` option names, for completing its other options."""
+    name = getattr(interaction.namespace, "leaderboard", None)
+    row = await read_model.leaderboard(ctx.pool, name) if name else None
+    return row if row is not None and row["visibility"] == "public" else None
+
+
 def gpu_autocomplete(ctx):
     """The GPUs of the leaderboard named in the same command (its `leaderboard` option)."""
     async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
-        name = getattr(interaction.namespace, "leaderboard", None)
-        row = await read_model.leaderboard(ctx.pool, name) if name else None
-        if row is None or row["visibility"] != "public":
+        row = await public_board_named(ctx, interaction)
+        if row is None:
             return []
         # a comma list (submit's gpu option) completes its last item
         done, _, last = current.rpartition(",")
