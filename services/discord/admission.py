@@ -62,8 +62,8 @@ async def board_gpus(pool: asyncpg.Pool, name: str) -> list[str]:
 
 async def judge(pool: asyncpg.Pool, who: Submitter, leaderboard: str, gpus: list[str], mode: str,
                 script: Script) -> tuple[policy.Admitted, str]:
-    """Every check of http-api.md §6 in its order; raises policy.Refused. Returns the admitted submission and the
-    board's own spelling of its name."""
+    """Every check of docs/http-api.md "Submitting" in its order; raises policy.Refused. Returns the admitted submission
+    and the board's own spelling of its name."""
     now = datetime.now(UTC)
     found, board, rate_limit = await admission_facts(pool, leaderboard, who.user_id, mode, now)
     person = await repository.user(pool, who.user_id)
