@@ -34,10 +34,10 @@ def page_texts() -> dict[str, str]:
     return {str(page.relative_to(ROOT)): page.read_text(encoding="utf-8") for page in pages()}
 
 
-def code_files(suffixes: set[str], dockerfiles: bool = False) -> Iterator[Path]:
+def code_files(suffixes: set[str]) -> Iterator[Path]:
     for folder in SETTINGS_FOLDERS:
         for path in sorted((ROOT / folder).rglob("*")):
-            if path.is_file() and (path.suffix in suffixes or dockerfiles and path.name.endswith("Dockerfile")) \
+            if path.is_file() and path.suffix in suffixes \
                     and not SKIPPED & set(path.relative_to(ROOT).parts):
                 yield path
 
@@ -68,19 +68,16 @@ def read_variables(trees: list[ast.Module]) -> set[str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and KB_NAME.fullmatch(node.value)}
 
 
-def deployed_variables() -> set[str]:
-    """KB_* names that shell scripts, Dockerfiles and manifests set or read, outside comments."""
-    found = set()
-    for path in code_files({".sh", ".yml", ".yaml", ".toml", ".conf"}, dockerfiles=True):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            found.update(KB_NAME.findall(line.split("#", 1)[0]))
-    return found
+def script_reads() -> set[str]:
+    """KB_* variables that shell scripts read (`$KB_X`, `${KB_X...}`)."""
+    return {name for path in code_files({".sh"})
+            for name in re.findall(r"\$\{?(KB_[A-Z0-9_]*[A-Z0-9])\b", path.read_text(encoding="utf-8"))}
 
 
 @pytest.fixture(scope="module")
 def known_settings() -> set[str]:
     trees = [ast.parse(path.read_text(encoding="utf-8")) for path in code_files({".py"})]
-    return settings_fields(trees) | read_variables(trees) | deployed_variables()
+    return settings_fields(trees) | read_variables(trees) | script_reads()
 
 
 def unknown_settings(texts: dict[str, str], known: set[str]) -> list[str]:
