@@ -3,7 +3,7 @@
 Modules:
   taskfile     task.yml loading and validation, case-line rendering, task hash
   payload      RunPayload construction and the base64(zlib(json)) transport encoding
-  execute      the runner procedure of §3.2 (py and cu), returning a FullResult
+  execute      the runner procedure (py and cu), returning a FullResult
   protocol     POPCORN_FD result parsing, tamper rules, output truncation
   process      running one harness process: pipes drained concurrently, process-group timeout kill
   environment  the scrubbed environment handed to user code

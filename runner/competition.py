@@ -1,8 +1,9 @@
 """Competition files, `problems/<set>.yaml` (docs/authoring.md): the problem list of one problem set.
 
-Loading is tolerant per entry, because sync reports a bad entry and goes on with the others (§1.6): an entry keeps
-what it has, and what is wrong with it is recorded on the entry. A file that is not YAML, or whose `problems` is not
-a list, is a CompetitionFileError naming the file and the field.
+Loading is tolerant per entry, because sync reports a bad entry and goes on with the others
+(docs/authoring.md "Loading problems onto a server"): an entry keeps what it has, and what is wrong with it is recorded
+on the entry. A file that is not YAML, or whose `problems` is not a list, is a CompetitionFileError naming the file and
+the field.
 """
 
 from __future__ import annotations

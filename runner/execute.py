@@ -1,5 +1,5 @@
 """The runner procedure (docs/authoring.md): write the files into a fresh directory, warm up (py) or compile (cu),
-run the stages of the payload's mode (§2) and return a FullResult (§3.3).
+run the stages of the payload's mode and return a FullResult (docs/http-api.md "The streaming submit").
 
 `success: false` on the FullResult is reserved for runner failures (an exception here); user failures (compile
 errors, crashes, timeouts, failed checks) are recorded in the stage results of a successful FullResult.

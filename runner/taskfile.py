@@ -1,4 +1,5 @@
-"""Loading a problem directory's `task.yml` into a typed Task (docs/authoring.md) and rendering case lines (§1.5).
+"""Loading a problem directory's `task.yml` into a typed Task (docs/authoring.md) and rendering case lines
+(docs/authoring.md "task.yml").
 
 Every validation error is a TaskFileError whose message starts with the task.yml path and names the field, e.g.
 `problems/x/task.yml: files[2].source: '../../etc/passwd' resolves outside the checkout root ...`.

@@ -1,4 +1,4 @@
-"""Facts of OAuth registration (http-api.md §3.3, §8.1)."""
+"""Facts of OAuth registration (docs/http-api.md "Registration")."""
 
 from __future__ import annotations
 
@@ -41,8 +41,8 @@ class WebAuthIdSet(Event):
     """A user's web id (the `X-Web-Auth-Id` a website such as kernelboard submits with) was set, as its digest.
 
     A user not known yet is created without a CLI id; a known one keeps their name and CLI id. Set by the admin
-    route a website calls when someone signs in (http-api.md), or by `kernelbot import-upstream`. A clear
-    `web_auth_id` is read as its digest (schemas/credentials.py).
+    route a website calls when someone signs in (docs/http-api.md "Extensions"), or by `kernelbot import-upstream`. A
+    clear `web_auth_id` is read as its digest (schemas/credentials.py).
     """
 
     subject = "evt.user.web_auth_id_set"

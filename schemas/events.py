@@ -1,4 +1,5 @@
-"""The event catalogue (architecture.md §3). One type per subject; subjects are evt.<entity>.<past_verb>."""
+"""The event catalogue (docs/architecture.md "The event catalogue"). One type per subject; subjects are
+evt.<entity>.<past_verb>."""
 
 from __future__ import annotations
 
@@ -109,7 +110,7 @@ class UserRenamed(Event):
 
 
 # The origin of a submission `kernelbot import-upstream` brought from an upstream deployment: it ran there, so the
-# dispatcher admits and plans nothing for it (docs/operations.md, "Switching from upstream").
+# dispatcher admits and plans nothing for it (docs/operations.md, "Switching from upstream: import").
 IMPORTED_ORIGIN = "upstream-import"
 
 
@@ -124,7 +125,8 @@ class SubmissionReceived(Event):
     file_name: str
     code: str
     origin: str = "http"
-    # http-api.md §6: a closed leaderboard admits only popcorn-cli identities; the admin route skips the deadline
+    # docs/http-api.md "Submitting": a closed leaderboard admits only popcorn-cli identities; the admin route skips the
+    # deadline
     via_cli: bool = False
     deadline_applies: bool = True
     profile: ProfileOptions | None = None  # a profile submission's capture options
@@ -189,7 +191,8 @@ class SubmissionFinished(Event):
 class SubmissionDeleted(Event):
     """A submission was withdrawn by its owner or an admin: it and its runs leave every view and ranking.
 
-    A job still pending or running is to be cancelled and any later result of it discarded (http-api.md §3.13).
+    A job still pending or running is to be cancelled and any later result of it discarded
+    (docs/http-api.md "A user's submissions").
     """
 
     subject = "evt.submission.deleted"

@@ -1,5 +1,5 @@
-"""Policy changes as events (architecture.md §3, people and policy): the kill switch, bans, rate limits, invites and
-leaderboard visibility. Each is decided by an admin (or, for a claim, a user) at the gateway.
+"""Policy changes as events (docs/architecture.md "The event catalogue"): the kill switch, bans, rate limits, invites
+and leaderboard visibility. Each is decided by an admin (or, for a claim, a user) at the gateway.
 
 A change that may be made, undone and made again (ban, unban, ban) carries the `change_id` of the request that made
 it, so its message id is fixed across publish retries yet distinct from the same change made later.

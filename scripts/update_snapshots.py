@@ -3,7 +3,7 @@
 
 One file per model, named `<Model>.json`: `Model.model_json_schema()` pretty-printed with sorted keys and a trailing
 newline. Snapshots of models that no longer exist are deleted. Review the diff before committing: a changed event
-schema is a change of the wire format (architecture.md §3: a breaking change is a new type).
+schema is a change of the wire format (docs/architecture.md "The event catalogue": a breaking change is a new type).
 
     .venv/bin/python scripts/update_snapshots.py           # rewrite
     .venv/bin/python scripts/update_snapshots.py --check   # exit 1 if anything would change

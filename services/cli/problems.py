@@ -1,7 +1,8 @@
 """`kernelbot problems sync PATH`: load a reference-kernels-style checkout onto a running platform.
 
-The checkout's `problems/` travels to the admin API as one archive and is planned there (http-api.md §3.29's sync,
-the same rules as `popcorn-cli admin update-problems`), so what the platform stores was validated by the platform.
+The checkout's `problems/` travels to the admin API as one archive and is planned there
+(docs/authoring.md "Loading problems onto a server", the same rules as `popcorn-cli admin update-problems`), so what the
+platform stores was validated by the platform.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from services.cli.problems_check import check_problems, dispatcher_catalogue
 from services.dispatcher.catalogue import CatalogueError
 
 problems_app = typer.Typer(help="Load problem sets onto the platform (admin).", no_args_is_help=True)
-# Upload bound of the gateway's multipart limit (http-api.md §1.6), minus room for the multipart framing.
+# Upload bound of the gateway's multipart limit (docs/http-api.md "Limits"), minus room for the multipart framing.
 MAX_ARCHIVE_BYTES = 1_990_000
 SKIPPED_DIRS = frozenset({"__pycache__", "node_modules"})
 # Skips that mean "nothing to do" rather than "this problem is broken".

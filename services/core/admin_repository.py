@@ -1,4 +1,4 @@
-"""SQL the admin routes read (http-api.md §3.15-§3.35). Like the rest of the gateway, it writes nothing."""
+"""SQL the admin routes read (docs/http-api.md "Admin routes"). Like the rest of the gateway, it writes nothing."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ BOARD_SUBMISSIONS = """
 SELECT id FROM submissions WHERE leaderboard_id = $1 AND NOT deleted
 ORDER BY submitted_at DESC, id DESC LIMIT $2 OFFSET $3
 """
-# Admin view of one submission (http-api.md §3.18): deleted ones are gone for admins too.
+# Admin view of one submission (docs/http-api.md "Admin routes"): deleted ones are gone for admins too.
 SUBMISSION = """
 SELECT s.*, l.name AS leaderboard_name, j.status AS job_status, j.error AS job_error,
        j.last_heartbeat AS job_last_heartbeat
@@ -35,7 +35,8 @@ SELECT s.id, s.user_id,
        EXISTS (SELECT 1 FROM jobs j WHERE j.submission_id = s.id) AS has_job
 FROM submissions s WHERE s.leaderboard_id = $1 AND s.user_name = $2 AND NOT s.deleted ORDER BY s.id
 """
-# Statistics (http-api.md §3.17) over the runs of submissions not deleted, optionally of the last day / one board.
+# Statistics (docs/http-api.md "Admin routes") over the runs of submissions not deleted, optionally of the last day /
+# one board.
 STATS_SCOPE = """
 WITH scope AS (
     SELECT s.* FROM submissions s

@@ -1,4 +1,5 @@
-"""The long report of one run (docs/quickstart.md) as a list of parts, and the time format of §9.3. Pure.
+"""The long report of one run (docs/quickstart.md) as a list of parts, and the time format of
+docs/quickstart.md "Reading a report". Pure.
 
 Parts are kept apart from their rendering: an HTTP client gets them as markdown text
 (services.core.reports.render_text), the Discord bot sends Logs as code blocks and Files as attachments. Works on the
@@ -269,7 +270,8 @@ def _profile_stages(runs: dict[str, Any]) -> list[str]:
 
 
 def long_report(result: dict[str, Any], extra: str = "") -> list[Part]:
-    """The parts of §9.2, in order; a compile failure, a crash or failed tests end the report."""
+    """The parts of docs/quickstart.md "Reading a report", in order; a compile failure, a crash or failed tests end the
+    report."""
     runs: dict[str, Any] = result.get("runs", {})
     parts: list[Part] = [Text(extra)] if extra else []
     parts.append(system_info(result.get("system") or {}, _harness_of(runs)))

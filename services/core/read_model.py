@@ -35,7 +35,8 @@ SELECT submission_id FROM taken
 UNION ALL SELECT submission_id FROM submission_keys WHERE user_id = $1 AND key = $2
 LIMIT 1
 """
-# Every read below leaves deleted submissions out (http-api.md §3.13); only the stream reads the flag itself.
+# Every read below leaves deleted submissions out (docs/http-api.md "A user's submissions"); only the stream reads the
+# flag itself.
 SUBMISSION = """
 SELECT s.*, l.name AS leaderboard_name, j.status AS job_status, j.error AS job_error,
        j.last_heartbeat AS job_last_heartbeat,
@@ -145,8 +146,8 @@ WHERE u.cli_id_sha256 = $1
 """
 HAS_INVITE = "SELECT EXISTS (SELECT 1 FROM invites WHERE user_id = $1 AND $2::integer = ANY(leaderboard_ids))"
 INVITED_BOARDS = "SELECT DISTINCT unnest(leaderboard_ids) AS id FROM invites WHERE user_id = $1"
-# What admission (http-api.md §6) reads, in one round trip: intake, the board (NULL columns when there is none),
-# whether the caller holds an invite to it, and its limit for the category.
+# What admission (docs/http-api.md "Submitting") reads, in one round trip: intake, the board (NULL columns when there is
+# none), whether the caller holds an invite to it, and its limit for the category.
 ADMISSION = """
 SELECT NOT EXISTS (SELECT 1 FROM intake WHERE NOT accepting) AS accepting, l.id, l.name, l.gpus, l.deadline,
        l.task, l.visibility,

@@ -62,7 +62,7 @@ def _profile_index(stage: str) -> tuple[int, str]:
 
 
 def short_lines(runs: dict[str, dict[str, Any]], *, ranked: bool) -> list[str]:
-    """Status lines in order, stopping at the first failure (§9.1)."""
+    """Status lines in order, stopping at the first failure (docs/quickstart.md "Reading a report")."""
     compilations = [e["compilation"] for e in runs.values() if e.get("compilation")]
     if any(not c.get("success") for c in compilations):
         return ["❌ Compilation failed"]
@@ -100,7 +100,8 @@ def throttled_lines(runs: dict[str, dict[str, Any]]) -> list[str]:
 
 
 def report(gpu: str, backend: str, mode: str, *, secret: bool, result: dict[str, Any]) -> str:
-    """The report an HTTP client shows (http-api.md §4.3): status lines, then the long report of a public run."""
+    """The report an HTTP client shows (docs/http-api.md "The streaming submit"): status lines, then the long report of
+    a public run."""
     status = status_text(gpu, backend, mode, secret=secret, result=result)
     if secret or not result.get("success"):
         return status
@@ -109,7 +110,7 @@ def report(gpu: str, backend: str, mode: str, *, secret: bool, result: dict[str,
 
 def render_text(parts: list[Part]) -> str:
     """Markdown for HTTP clients: Text verbatim, each Log as a `## <header>:` heading and a code block; Links and
-    Files are dropped (§9.2)."""
+    Files are dropped (docs/quickstart.md "Reading a report")."""
     pieces = []
     for part in parts:
         if isinstance(part, Text):

@@ -1,4 +1,4 @@
-"""FullResult per run, rebuilt from the read model for streamed clients (http-api.md §4.3). Pure.
+"""FullResult per run, rebuilt from the read model for streamed clients (docs/http-api.md "The streaming submit"). Pure.
 
 A run is one row of run_requests (one payload on one GPU) and its harness stages are rows of runs. Secret runs keep
 their structure and types, but what could reveal the secret inputs is blanked (docs/security.md).
@@ -34,7 +34,8 @@ def _redacted(evaluation: dict[str, Any]) -> dict[str, Any]:
 
 
 def eval_result(evaluation: dict[str, Any], *, secret: bool) -> dict[str, Any]:
-    """The EvalResult of one stage in the shape of §4.3 (bulk samples and harness extras stay on the server)."""
+    """The EvalResult of one stage in the shape of docs/http-api.md "The streaming submit" (bulk samples and harness
+    extras stay on the server)."""
     shaped = {key: evaluation.get(key) for key in ("start", "end", "compilation", "run", "profile")}
     return _redacted(shaped) if secret else shaped
 

@@ -7,7 +7,8 @@ from pydantic import SecretStr
 
 from services.kit.settings import ServiceSettings
 
-# Where a repository branch's archive is downloaded from for a problem sync (http-api.md §3.29).
+# Where a repository branch's archive is downloaded from for a problem sync
+# (docs/authoring.md "Loading problems onto a server").
 PROBLEMS_ARCHIVE_URL = "https://codeload.github.com/{repository}/tar.gz/refs/heads/{branch}"
 # The repository a problem sync reads when none is named (KB_PROBLEMS_REPOSITORY, upstream's PROBLEMS_REPO).
 PROBLEMS_REPOSITORY = "gpu-mode/reference-kernels"

@@ -1,4 +1,4 @@
-"""Response shapes of http-api.md, built from read-model rows. Pure."""
+"""Response shapes of the HTTP API (docs/http-api.md), built from read-model rows. Pure."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ def estimated_wait_s(mean_run_s: float | None, runs_ahead: int, running_runs: in
 
 
 def runner_queue(gpu: str, found, now: datetime | None = None) -> dict[str, Any]:
-    """The runner-queue object (http-api.md §3.6) plus queue visibility: for a waiting submission its `position`
-    (1 = next) and, for it or for a job submitted now, an estimated wait and start from recent run durations."""
+    """The runner-queue object (docs/http-api.md "Public reads") plus queue visibility: for a waiting submission its
+    `position` (1 = next) and, for it or for a job submitted now, an estimated wait and start from recent run
+    durations."""
     if found is None:
         return {"runner": "unknown", "gpu": gpu, "queued_jobs": None, "running_jobs": None,
                 "available_runners": None, "status": "unavailable", "error": "unknown gpu", "position": None,
@@ -71,7 +72,8 @@ def stage_run(row) -> dict[str, Any]:
         "start_time": timestamp(row["start_time"]), "end_time": timestamp(row["end_time"]), "mode": row["stage"],
         "secret": row["secret"], "runner": row["gpu"], "score": row["score"], "passed": row["passed"],
     }
-    # Secret runs and ranked stages show no harness output to clients (http-api.md §3.12, docs/security.md).
+    # Secret runs and ranked stages show no harness output to clients (docs/http-api.md "A user's submissions";
+    # docs/security.md).
     if not row["secret"] and row["stage"] in SECRET_HIDDEN_MODES:
         view["result"] = run.get("result", {})
     return view
@@ -109,7 +111,7 @@ def ranking_entry(row, leaderboard_name: str, gpu: str, noise: Noise | None = No
 
 
 def user_submission(row) -> dict[str, Any]:
-    """An element of GET /user/submissions (http-api.md §3.11): ranked results only in `runs`."""
+    """An element of GET /user/submissions (docs/http-api.md "A user's submissions"): ranked results only in `runs`."""
     return {
         "id": row["id"], "leaderboard_name": row["leaderboard_name"] or "", "file_name": row["file_name"],
         "submission_time": timestamp(row["submitted_at"]), "done": bool(row["done"]),
@@ -130,7 +132,8 @@ def invite(row) -> dict[str, Any]:
 
 
 def admin_run(row) -> dict[str, Any]:
-    """A stage in the admin view (http-api.md §3.18): everything, secret runs included (docs/security.md)."""
+    """A stage in the admin view (docs/http-api.md "Admin routes"): everything, secret runs included
+    (docs/security.md)."""
     evaluation = row["result"]
     run = evaluation.get("run")
     meta = None if run is None else {key: value for key, value in run.items() if key != "result"}
@@ -153,7 +156,7 @@ def admin_submission(row, runs) -> dict[str, Any]:
 
 
 def stats(totals, by_gpu, by_user, *, last_day: bool) -> dict[str, Any]:
-    """Flat statistics (http-api.md §3.17); durations in seconds."""
+    """Flat statistics (docs/http-api.md "Admin routes"); durations in seconds."""
     found: dict[str, Any] = {"num_submissions": totals["num_submissions"], "sub_waiting": totals["sub_waiting"],
                              "num_users": totals["num_users"]}
     for row in by_gpu:

@@ -52,7 +52,7 @@ document_publishers(router, "dispatcher", (SubmissionAccepted, SubmissionRejecte
 
 async def judge(conn, event: SubmissionReceived, board, now: datetime, read: policy.Refusal | list | None = None,
                 ) -> tuple[policy.Refusal | None, PrecheckVerdict | None]:
-    """The authoritative admission (http-api.md §6): the shared policy against the policy state and this
+    """The authoritative admission (docs/http-api.md "Submitting"): the shared policy against the policy state and this
     dispatcher's own count of accepted submissions, taken under the category's lock; then the source pre-check
     under the competition's outcomes (docs/operations.md)."""
     category = policy.rate_category(event.mode)

@@ -130,7 +130,8 @@ class Scheduler:
                 log.exception("lease renewal failed")
 
     async def _heartbeats(self, _conn) -> list[RunProgress]:
-        """A beat per launched run, so clients see `last_heartbeat` move while a job runs (http-api.md §5.2)."""
+        """A beat per launched run, so clients see `last_heartbeat` move while a job runs
+        (docs/http-api.md "Job states")."""
         beat = int(time.time() // self.heartbeat_s)  # one id per run and period, whichever dispatcher sends it
         return [RunProgress(run_id=run.run_id, submission_id=run.submission_id, sequence=beat, message="running",
                             correlation_id=str(run.submission_id))

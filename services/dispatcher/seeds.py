@@ -1,4 +1,4 @@
-"""Per-run secret seeds, derived in the platform zone from a board's seed key (architecture.md §8).
+"""Per-run secret seeds, derived in the platform zone from a board's seed key (docs/security.md "Secret seeds").
 
 A secret run's harness may share its process with the submission (a problem's own eval.py), and the Cantor pairing
 that such harnesses use to mix seeds is invertible, so whatever seed a run is handed must be assumed to leak to the

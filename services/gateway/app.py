@@ -86,7 +86,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.state.broker = broker
     app.state.limits = Limits(settings)
     errors.install(app)
-    # Fixed routes first: the streaming submit's three free segments come last (http-api.md §1.5).
+    # Fixed routes first: the streaming submit's three free segments come last (docs/http-api.md "Names").
     app.include_router(admin_problems.router)  # fixed /admin paths, before the streaming catch-all
     for module in (health, leaderboards, submissions, user, admin, auth, pages, runner_payloads, profile, stream):
         app.include_router(module.router)

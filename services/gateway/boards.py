@@ -1,5 +1,5 @@
-"""Who may see a leaderboard (http-api.md §3.4, §3.5), in one place for every read route. Submitting is judged by
-the shared admission policy (services.core.admission.policy)."""
+"""Who may see a leaderboard (docs/http-api.md "Public reads"), in one place for every read route. Submitting is judged
+by the shared admission policy (services.core.admission.policy)."""
 
 from __future__ import annotations
 

@@ -53,8 +53,8 @@ class User:
 
 
 async def _identify(pool: asyncpg.Pool, cli_id: str | None, web_id: str | None) -> User | None:
-    """The user behind the USER headers (http-api.md §1.2): the web id decides when both are present; empty counts
-    as absent. None when neither is given; 401 when the one that decides is unknown."""
+    """The user behind the USER headers (docs/http-api.md "Credentials"): the web id decides when both are present;
+    empty counts as absent. None when neither is given; 401 when the one that decides is unknown."""
     if web_id:
         row, via_cli = await repository.user_by_web(pool, web_id), False
     elif cli_id:

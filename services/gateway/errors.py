@@ -1,4 +1,4 @@
-"""Every error body is {"detail": "<string>"} (http-api.md §1.3), whatever raised it."""
+"""Every error body is {"detail": "<string>"} (docs/http-api.md "Errors"), whatever raised it."""
 
 from __future__ import annotations
 

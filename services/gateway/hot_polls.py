@@ -31,8 +31,8 @@ BODY = TypeAdapter(dict)  # what FastAPI serializes a route's `-> dict` with
 
 
 def caller(scope: Scope) -> str | None:
-    """The CLI id when it alone identifies the caller (http-api.md §1.2): present, and no web id. Headers are read
-    as the route reads them: the first of each name, latin-1, empty counts as absent."""
+    """The CLI id when it alone identifies the caller (docs/http-api.md "Credentials"): present, and no web id. Headers
+    are read as the route reads them: the first of each name, latin-1, empty counts as absent."""
     cli_id = web_id = None
     for key, value in scope.get("headers", ()):
         if key == b"x-popcorn-cli-id" and cli_id is None:

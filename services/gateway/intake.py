@@ -1,4 +1,5 @@
-"""The one admission path of every submit route (http-api.md §6): judge, record, and answer with the decision.
+"""The one admission path of every submit route (docs/http-api.md "Submitting"): judge, record, and answer with the
+decision.
 
 The rules live in services.core.admission.policy, shared with the dispatcher; the submit use case that applies them
 (services.core.admission.submit) is shared with the Discord bot. The gateway judges first with what its read model
@@ -37,7 +38,8 @@ class Accepted:
 
 async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode: str, file: UploadFile, *,
                  deadline_applies: bool = True, profile: ProfileOptions | None = None) -> Accepted:
-    """Validate a submission (authentication already done) and record it; raises the first refusal of §6.
+    """Validate a submission (authentication already done) and record it; raises the first refusal of
+    docs/http-api.md "Submitting".
 
     Returns once the dispatcher accepted it and the read model shows it queued, or once the settings' projection
     wait has passed (the submission is then still recorded and judged; the client polls it).

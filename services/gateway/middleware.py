@@ -1,4 +1,4 @@
-"""ASGI middleware of the gateway: URL hygiene and request-body limits (http-api.md §1.1, §1.6).
+"""ASGI middleware of the gateway: URL hygiene and request-body limits (docs/http-api.md "Names", "Limits").
 
 Both run before routing and before any body is parsed, and answer in the one error shape `{"detail": "<string>"}`.
 """

@@ -64,7 +64,7 @@ async def _access_token(client: httpx.AsyncClient, config: OAuthProvider, code: 
 
 def _account(provider: str, body: dict) -> Account:
     account_id, name = body.get("id"), display_name(provider, body)
-    # Discord's ids are strings, GitHub's integers; the public user_id is always the string (http-api.md §1.4).
+    # Discord's ids are strings, GitHub's integers; the public user_id is always the string (docs/http-api.md "Data").
     if isinstance(account_id, bool) or not isinstance(account_id, (str, int)) or str(account_id) == "":
         raise ProviderRefused("the account has no id")
     if name is None or "\x00" in str(account_id):

@@ -1,4 +1,4 @@
-"""The gateway's OpenAPI document, with the error shape every route really answers with (http-api.md §1.3)."""
+"""The gateway's OpenAPI document, with the error shape every route really answers with (docs/http-api.md "Errors")."""
 
 from __future__ import annotations
 

@@ -22,7 +22,8 @@ ORDER BY s.submitted_at DESC, s.id DESC LIMIT $2
 
 
 async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
-    """The API's ranking (http-api.md §3.7) with each entry's leaderboard stage result map, for its interval."""
+    """The API's ranking (docs/http-api.md "Public reads") with each entry's leaderboard stage result map, for its
+    interval."""
     return (await ranking_with_results(pool, leaderboard_id, gpu, limit))[1]
 
 

@@ -1,4 +1,4 @@
-"""The terminal SSE event of `POST /profile/{leaderboard}/{gpu}` (docs/http-api.md, "Profiling"). Pure.
+"""The terminal SSE event of `POST /profile/{leaderboard}/{gpu}` (docs/quickstart.md, "Profiling"). Pure.
 
 It is the streaming submit's `result` event (runs keyed `profile.<i>`, each with its ProfileResult, and the
 reports), plus `artifacts`: one signed, expiring download link per profiled case, named as popcorn-cli saves it

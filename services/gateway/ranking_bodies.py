@@ -1,4 +1,4 @@
-"""The JSON bodies of a ranking and of a count (http-api.md §3.7, §3.8), rendered for the standings cache.
+"""The JSON bodies of a ranking and of a count (docs/http-api.md "Public reads"), rendered for the standings cache.
 
 One home for both the routes and the hot path in front of them (hot_reads.py), which render on a miss the same bytes
 under the same variant key.

@@ -17,7 +17,7 @@ log = logging.getLogger("kernelbot.gateway.auth")
 
 async def complete(request: Request, broker, settings: GatewaySettings, provider: str, cli_id: str,
                    is_reset: bool, account: Account) -> dict:
-    """Publish the registration; the answer popcorn-cli's browser is shown (http-api.md §3.3)."""
+    """Publish the registration; the answer popcorn-cli's browser is shown (docs/http-api.md "Registration")."""
     # The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it.
     registered = OAuthUserRegistered(user_id=account.account_id, user_name=account.name,
                                      cli_id_sha256=cli_id_hash(cli_id), provider=provider, is_reset=is_reset)

@@ -1,4 +1,4 @@
-"""Pure rules of OAuth registration (http-api.md §3.2, §3.3, §8.1): the state parameter and who may register."""
+"""Pure rules of OAuth registration (docs/http-api.md "Registration"): the state parameter and who may register."""
 
 from __future__ import annotations
 

@@ -27,8 +27,9 @@ class GatewaySettings(HfExportSettings):
     long_poll_s: float = 20.0
     # At most this many polls are held at once; beyond, polls are answered at once.
     long_poll_max_held: int = 1000
-    # Problem sync (http-api.md §3.29, §3.22): where a repository's branch archive is downloaded from, and the
-    # directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled problems).
+    # Problem sync (docs/authoring.md "Loading problems onto a server"): where a repository's branch archive is
+    # downloaded from, and the directory `POST /admin/leaderboards` builds `<dir>-dev` boards from (empty: the bundled
+    # problems).
     problems_archive_url: str = PROBLEMS_ARCHIVE_URL
     problems_repository: str = PROBLEMS_REPOSITORY  # synced when a request names no repository
     dev_problems_dir: str = ""

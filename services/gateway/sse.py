@@ -1,4 +1,5 @@
-"""The SSE stream of a streamed submission (http-api.md §4): framing, payloads and following the job.
+"""The SSE stream of a streamed submission (docs/http-api.md "The streaming submit"): framing, payloads and following
+the job.
 
 The job is followed by polling the read model, which is durable: a stream opened by any gateway replica, or still
 open across a restart of the other services, sees the same states. The stream ends with exactly one `result` or
@@ -43,7 +44,8 @@ class JobState:
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
-    """`event: <name>\\ndata: <json>\\n\\n` with single-line, ASCII-only JSON (§4.1)."""
+    """`event: <name>\\ndata: <json>\\n\\n` with single-line, ASCII-only JSON
+    (docs/http-api.md "The streaming submit")."""
     return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=True, allow_nan=False)}\n\n".encode("ascii")
 
 
@@ -73,7 +75,7 @@ def result_event(submission_id: int, job_status: str, outcomes: list[RunOutcome]
 
 
 def final_event(submission_id: int, state: JobState, outcomes: list[RunOutcome]) -> bytes:
-    """The terminal event of a deleted or finished submission (§4.2, §4.4)."""
+    """The terminal event of a deleted or finished submission (docs/http-api.md "The streaming submit")."""
     error = state.job_error or ""
     if state.deleted:
         return error_event(submission_id, 409, "Submission cancelled")

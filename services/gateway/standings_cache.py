@@ -1,4 +1,4 @@
-"""Rankings rendered once per version of their board's standings (http-api.md §3.7, §3.8; migration 0030).
+"""Rankings rendered once per version of their board's standings (docs/http-api.md "Public reads"; migration 0030).
 
 The ledger bumps a (board, GPU)'s version in the transaction that moves one of its standings, and notifies
 `kb_standings`; every gateway replica listens and drops what the move outdated. A request still reads the board with

@@ -94,7 +94,7 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         ORDER BY t.id, t.ord
         ON CONFLICT (id) DO NOTHING"""),
     # wakes a gateway waiting to answer only once the submission (its deletion, its first run) is readable
-    # (http-api.md §3.9), and a held long poll once the submission finished
+    # (docs/http-api.md "Submitting"), and a held long poll once the submission finished
     "notify_submission": (NOTIFYING, f"""
         SELECT count(pg_notify('kb_submission', t.id)) FROM (
             SELECT e.payload->>'submission_id' AS id, e.stream_seq AS ord FROM event_archive e
@@ -238,7 +238,7 @@ ARCHIVE_STATEMENTS: dict[str, tuple[tuple[str, ...], str]] = {
         UPDATE runs r SET score = t.score FROM t
         WHERE r.run_id = t.run_id AND r.run_id = ANY(ARRAY(SELECT run_id FROM t)) AND r.stage = 'leaderboard'
           AND r.score IS DISTINCT FROM t.score"""),
-    # the secret leaderboard stage shows its score too (http-api.md §3.12)
+    # the secret leaderboard stage shows its score too (docs/http-api.md "A user's submissions")
     "secret_run_score": (("ScoreComputed",), f"""
         WITH t AS MATERIALIZED ({SECRET_SCORES})
         UPDATE runs r SET score = t.score FROM t

@@ -12,7 +12,7 @@ from services.ranking.rules import SUBMISSION_STANDS, best_first
 # is the best of what stands now, so the projection is order-tolerant and idempotent. A board's version is the stream
 # sequence of the last event that touched it (the same live and replayed); `entries` follows the rows added and
 # removed. Gateways drop their cached rankings of a board on its notification. A user banned keeps their standing
-# (http-api.md §3.33: existing results stay visible).
+# (docs/http-api.md "Admin routes": existing results stay visible).
 STEP = "e.stream_seq BETWEEN $1 AND $2 AND ($3::bigint[] IS NULL OR e.stream_seq = ANY($3))"
 # The scores a step recorded, those of submissions whose fate changed and those of keys that lost a score are named as
 # `= ANY(ARRAY(...))`: they are then found through an index whatever the join plan (a replay joins by hashing, which

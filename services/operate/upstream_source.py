@@ -2,7 +2,7 @@
 
 Rows come back as plain dicts (`to_jsonb` of each row), so a deployment migrated to an older schema version, one
 without later columns such as `visibility` or `is_banned`, reads the same way: a missing column is a missing key, and
-a missing table is an empty list (docs/operations.md, "Switching from upstream").
+a missing table is an empty list (docs/operations.md, "Switching from upstream: import").
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A score row (the `scores` table, or the scorer's verdict behind it) already is a
 publishes a ScoreComputed only for a passed public leaderboard run whose secret twin passed (docs/quickstart.md).
 What can still take it off a board is the submission's fate: deleted, or marked hacked. A user's best is the lowest score;
 equal scores go to the earlier submission, then the lower id, whichever replica judged or projected first.
-Banning a user changes nothing here: existing results stay visible (http-api.md §3.33).
+Banning a user changes nothing here: existing results stay visible (docs/http-api.md "Admin routes").
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Pure judging: a run's verdict, a submission's outcome, scores and ranks (docs/quickstart.md, http-api.md §5.2)."""
+"""Pure judging: a run's verdict, a submission's outcome, scores and ranks (docs/quickstart.md;
+docs/http-api.md "Job states")."""
 
 from __future__ import annotations
 

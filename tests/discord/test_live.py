@@ -15,7 +15,8 @@ VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py" / "submission.py"
 
 
 async def gateway_reports(database_url: str, submission_id: int, gpus: list[str]) -> list[str]:
-    """The report the gateway gives popcorn-cli for each public run of a submission (http-api.md §4.3)."""
+    """The report the gateway gives popcorn-cli for each public run of a submission
+    (docs/http-api.md "The streaming submit")."""
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2,
                                      init=__import__("services.kit.db", fromlist=["x"])._init_connection)
     try:

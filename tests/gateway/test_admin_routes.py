@@ -1,4 +1,4 @@
-"""Admin routes over submissions and the platform (http-api.md §3.17-§3.21, §3.24, §3.35) through real HTTP."""
+"""Admin routes over submissions and the platform (docs/http-api.md "Admin routes") through real HTTP."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def test_the_admin_view_shows_every_run_with_full_records_and_numbers_for_scores
         assert set(run) == {"start_time", "end_time", "mode", "secret", "runner", "score", "passed", "compilation",
                             "meta", "result", "system"}
         assert isinstance(run["meta"], dict) and isinstance(run["result"], dict) and isinstance(run["system"], dict)
-    # passed leaderboard stages carry their score as a number, the secret one too (http-api.md §3.12, §7 #8)
+    # passed leaderboard stages carry their score as a number, the secret one too
+    # (docs/http-api.md "Deliberate differences from upstream KernelBot", row 8)
     scores = [run["score"] for run in shown["runs"] if run["mode"] == "leaderboard"]
     assert len(scores) == 2 and all(isinstance(score, float) for score in scores)
     assert [run["score"] for run in shown["runs"] if run["mode"] != "leaderboard"] == [None] * 4

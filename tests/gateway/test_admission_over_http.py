@@ -1,5 +1,5 @@
-"""Admission rules of http-api.md §6 through real HTTP on both submit routes, and the dispatcher's authoritative
-decision on a submission that never passed the gateway."""
+"""Admission rules of docs/http-api.md "Submitting" through real HTTP on both submit routes, and the dispatcher's
+authoritative decision on a submission that never passed the gateway."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def test_a_ban_refuses_submissions_until_lifted(gateway):
 
     banned = admin(gateway, "POST", f"/admin/ban/{user_id}")
     assert banned.json() == {"status": "ok", "user_id": user_id, "banned": True}
-    # the ban comes before the mode and the leaderboard (§6 order)
+    # the ban comes before the mode and the leaderboard (docs/http-api.md "Submitting": the order)
     assert_refused(both_routes(gateway, cli_id, "nope"), 403, BANNED)
     unbanned = admin(gateway, "DELETE", f"/admin/ban/{user_id}")
     assert unbanned.json() == {"status": "ok", "user_id": user_id, "banned": False}

@@ -1,6 +1,6 @@
-"""Deliberate differences from upstream (http-api.md §7) not covered by the route tests: no admin access without a
-configured token (#1), no secret seed anywhere (#2), `done` exactly when final and a job that survives a gateway
-restart, with the kill switch still in force (#13)."""
+"""Deliberate differences from upstream (docs/http-api.md "Deliberate differences from upstream KernelBot") not covered
+by the route tests: no admin access without a configured token (#1), no secret seed anywhere (#2), `done` exactly when
+final and a job that survives a gateway restart, with the kill switch still in force (#13)."""
 
 from __future__ import annotations
 

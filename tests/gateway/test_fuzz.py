@@ -75,7 +75,7 @@ def test_fuzzing_the_documented_routes_finds_no_server_error(gateway, tmp_path):
         "--workers", "1",  # several workers crash schemathesis's own coverage phase on this Python
         "--request-timeout", "20",
         "--header", f"X-Popcorn-Cli-Id: {cli_id}", "--header", f"Authorization: Bearer {ADMIN_TOKEN}",
-        # the kill switch answers every later submission with its specified 503 (http-api.md §6 step 1)
+        # the kill switch answers every later submission with its specified 503 (docs/http-api.md "Submitting", step 1)
         "--exclude-path", "/admin/stop",
         # deleting the shared boards would break the tests after this one; update-problems downloads from GitHub
         "--exclude-operation-id", "delete_leaderboard_admin_leaderboards__leaderboard__delete",

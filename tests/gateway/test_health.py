@@ -1,5 +1,5 @@
 """GET /health answers while the gateway runs; GET /ready answers 503 while it cannot reach NATS or Postgres
-(http-api.md §3.1)."""
+(docs/http-api.md "Health and readiness")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Closed leaderboards with invites, and visibility changes (http-api.md §3.14, §3.25, §3.30-§3.32, §6 step 5)
+"""Closed leaderboards with invites, and visibility changes (docs/http-api.md "Admin routes", "Submitting")
 through real HTTP, as popcorn-cli's `admin generate-invites`, `join` and `submit` use them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Registration through OAuth (http-api.md §3.2, §3.3, §8.1) against a local fake of Discord and GitHub.
+"""Registration through OAuth (docs/http-api.md "Registration") against a local fake of Discord and GitHub.
 
 A second gateway process, configured for the fake provider, joins the package's platform (its ledger projects the
 registration); the "browser" follows the provider's redirect to the gateway's callback as a person's browser would.

@@ -1,4 +1,4 @@
-"""Public routes and HTTP conventions through real HTTP (http-api.md §1.1, §1.3, §1.5, §1.6, §3.1, §3.5-§3.8)."""
+"""Public routes and HTTP conventions through real HTTP (docs/http-api.md "Conventions", "Public reads")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Per-leaderboard rate limits (http-api.md §3.26-§3.28, §6 step 16) through real HTTP: the admin routes, the 429
-with its retry time, categories, and one atomic decision under parallel requests."""
+"""Per-leaderboard rate limits (docs/http-api.md "Admin routes", "Submitting") through real HTTP: the admin routes, the
+429 with its retry time, categories, and one atomic decision under parallel requests."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The streaming submit route byte for byte, read the way popcorn-cli reads it (http-api.md §3.10, §4)."""
+"""The streaming submit route byte for byte, read the way popcorn-cli reads it
+(docs/http-api.md "The streaming submit")."""
 
 from __future__ import annotations
 

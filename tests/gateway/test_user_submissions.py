@@ -1,4 +1,4 @@
-"""A user's own submissions: the list, and deleting one (http-api.md §3.11, §3.13)."""
+"""A user's own submissions: the list, and deleting one (docs/http-api.md "A user's submissions")."""
 
 from __future__ import annotations
 

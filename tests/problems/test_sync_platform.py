@@ -1,6 +1,6 @@
 """Problem sync end to end: `kernelbot problems sync` as a subprocess against the running platform (ledger and
 gateway as subprocesses, real NATS and Postgres), `POST /admin/update-problems` downloading a branch archive from a
-local HTTP server, and the dev-leaderboard and delete routes (http-api.md §3.22, §3.23, §3.29)."""
+local HTTP server, and the dev-leaderboard and delete routes (docs/http-api.md "Admin routes")."""
 
 from __future__ import annotations
 

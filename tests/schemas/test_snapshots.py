@@ -2,7 +2,7 @@
 
 A failing snapshot means a model's schema changed. If that is intended, regenerate with
 `.venv/bin/python scripts/update_snapshots.py` and review the diff: a breaking change of an event is a new type
-(architecture.md §3).
+(docs/architecture.md "The event catalogue").
 """
 
 from __future__ import annotations

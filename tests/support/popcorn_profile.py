@@ -1,4 +1,4 @@
-"""popcorn-cli's `submit --profile` on the wire, as its release sends and reads it (docs/http-api.md, "Profiling").
+"""popcorn-cli's `submit --profile` on the wire, as its release sends and reads it (docs/quickstart.md, "Profiling").
 
 The request is what reqwest's multipart writer produces for the CLI's form: the `file` part with the file name and
 no content type, then one text part per capture option given, CRLF line ends, a `{16 hex}-{16 hex}-{16 hex}-{16 hex}`

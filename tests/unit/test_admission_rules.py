@@ -1,5 +1,5 @@
-"""The admission rules added to the shared policy (http-api.md §6 steps 1, 2, 5, 14, 15, 16) and the order of all
-of them. Pure: what the gateway and the dispatcher both decide with."""
+"""The admission rules added to the shared policy (docs/http-api.md "Submitting", steps 1, 2, 5, 14, 15, 16) and the
+order of all of them. Pure: what the gateway and the dispatcher both decide with."""
 
 from __future__ import annotations
 

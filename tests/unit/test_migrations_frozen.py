@@ -1,5 +1,6 @@
 """Committed migrations never change: every replica migrates at start-up, and one that already ran a migration
-never runs its new text. A schema change is a new migration (docs/operations.md, "Schema changes").
+never runs its new text. A schema change is a new migration
+(docs/operations.md, "Schema changes under rolling upgrades").
 
 migrations/SHA256SUMS is append-only, in `sha256sum` format: a new migration is one line,
 `sha256sum migrations/00NN_name.sql >> migrations/SHA256SUMS`, run from the repository root.

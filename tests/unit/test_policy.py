@@ -1,4 +1,5 @@
-"""Admission (services/core/admission/policy.py) against http-api.md §6: each refusal's status and exact detail."""
+"""Admission (services/core/admission/policy.py) against docs/http-api.md "Submitting": each refusal's status and exact
+detail."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Pure judging (services/scorer/scoring.py): scores (docs/quickstart.md), verdicts, job outcome (http-api.md §5.2),
-ranks."""
+"""Pure judging (services/scorer/scoring.py): scores (docs/quickstart.md), verdicts, job outcome
+(docs/http-api.md "Job states"), ranks."""
 
 from __future__ import annotations
 

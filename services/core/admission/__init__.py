@@ -1,1 +1,1 @@
-"""The admission rules every front end and the dispatcher judge a submission by (http-api.md §6)."""
+"""The admission rules every front end and the dispatcher judge a submission by (docs/http-api.md "Submitting")."""

@@ -1,7 +1,7 @@
 """Admission: the one place where a submission is judged acceptable. Pure; the gateway and the dispatcher use it.
 
-Checks follow http-api.md §6 in its order; each failure carries the status and the exact detail a client sees.
-The gateway judges with what its read model shows, for an immediate answer; the dispatcher judges again, with its
+Checks follow docs/http-api.md "Submitting" in its order; each failure carries the status and the exact detail a client
+sees. The gateway judges with what its read model shows, for an immediate answer; the dispatcher judges again, with its
 own count of accepted submissions, and its decision is the one that stands.
 """
 
@@ -138,7 +138,7 @@ def normalise_file_name(raw: str | None) -> str:
 
 
 def check_file(board: LeaderboardView, file_name: str, content: bytes) -> str:
-    """Steps 9-13 of http-api.md §6; returns the decoded code."""
+    """Steps 9-13 of docs/http-api.md "Submitting"; returns the decoded code."""
     lower = file_name.lower()
     if lower.endswith(ARCHIVE_SUFFIXES):
         refuse(400, "Archive submissions are not supported; submit a single .py, .cu, .cuh or .cpp file.")
@@ -190,7 +190,7 @@ def judge(*, accepting: bool, applicant: Applicant, leaderboard_name: str, board
           gpus: list[str], mode: str, file_name: str | None, content: bytes, now: datetime,
           rate_limit: RateLimit | None = None, deadline_applies: bool = True,
           profile: ProfileOptions | None = None) -> Admitted:
-    """Every check of http-api.md §6 after authentication, in its order; raises the first refusal.
+    """Every check of docs/http-api.md "Submitting" after authentication, in its order; raises the first refusal.
 
     `rate_limit` is the leaderboard's limit for this submission's category, None when there is none.
     """

@@ -1,4 +1,5 @@
-"""A refused submission: the status and exact `detail` a client sees (http-api.md §6), and when to retry."""
+"""A refused submission: the status and exact `detail` a client sees (docs/http-api.md "Submitting"), and when to
+retry."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Rules read from a submission's source text (http-api.md §6 steps 14-15): the stream filter and `#!POPCORN`
-directives. Pure; raised as the policy's refusals."""
+"""Rules read from a submission's source text (docs/http-api.md "Submitting", steps 14-15): the stream filter and
+`#!POPCORN` directives. Pure; raised as the policy's refusals."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def check_streams(code: str) -> None:
     """Step 14: no identifier (comments and strings included) names a stream, except reading the current one.
 
     Reading the stream the harness times on (`getCurrentCUDAStream()`, `torch.cuda.current_stream()`) is allowed
-    (http-api.md §8.2): only creating or switching streams would move work off the timed stream.
+    (docs/http-api.md "Submitting", step 14): only creating or switching streams would move work off the timed stream.
     """
     for token in _IDENTIFIER.findall(code):
         words = identifier_words(token)

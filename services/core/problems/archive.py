@@ -1,4 +1,5 @@
-"""Repository archives for problem sync: download one (http-api.md §3.29) and unpack it safely.
+"""Repository archives for problem sync: download one (docs/authoring.md "Loading problems onto a server") and unpack it
+safely.
 
 An archive is untrusted input even from an admin: only regular files are written, every name must stay inside the
 destination, and the number of files and the unpacked size are bounded, so a crafted archive can neither write

@@ -1,5 +1,5 @@
-"""Problem sync (docs/authoring.md, http-api.md §3.29): which leaderboards a problems/ checkout creates, updates or
-skips, and the events that say so. No network and no database: the caller passes the boards that exist and
+"""Problem sync (docs/authoring.md "Loading problems onto a server"): which leaderboards a problems/ checkout creates,
+updates or skips, and the events that say so. No network and no database: the caller passes the boards that exist and
 publishes the events this returns.
 
 Both sources (a downloaded repository archive and an uploaded local checkout) come here, so the rules exist once.
@@ -84,7 +84,7 @@ class SyncPlan:
 
 
 def name_problem(name: str) -> str | None:
-    """Why a leaderboard name cannot be created (http-api.md §1.5), or None when it can."""
+    """Why a leaderboard name cannot be created (docs/http-api.md "Names"), or None when it can."""
     if len(name) > MAX_NAME_LENGTH:
         return f"leaderboard name {name!r} is longer than {MAX_NAME_LENGTH} characters"
     if not NAME_RULE.match(name) or name in RESERVED_NAMES:

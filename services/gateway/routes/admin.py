@@ -1,5 +1,5 @@
-"""Admin routes (http-api.md §3.15-§3.36) under one ADMIN guard: provisioning CLI identities here, policy changes
-and submission tools in their own modules."""
+"""Admin routes (docs/http-api.md "Admin routes") under one ADMIN guard: provisioning CLI identities here, policy
+changes and submission tools in their own modules."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ router.include_router(admin_precheck.router)
 
 
 class NewUser(BaseModel):
-    # Optional in the schema so that a missing field is the documented 400 (http-api.md §3.36), not a 422.
+    # Optional in the schema so that a missing field is the documented 400 (docs/http-api.md "Admin routes"), not a 422.
     user_id: str = ""
     user_name: str = ""
     cli_id: str | None = None

@@ -1,4 +1,4 @@
-"""Admin policy routes (http-api.md §3.15, §3.16, §3.25-§3.28, §3.30-§3.34): kill switch, visibility, rate limits,
+"""Admin policy routes (docs/http-api.md "Admin routes"): kill switch, visibility, rate limits,
 invites and bans. Each change is an event (schemas.policy_events); the answer comes once the read model shows it."""
 
 from __future__ import annotations

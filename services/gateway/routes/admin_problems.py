@@ -1,4 +1,4 @@
-"""Admin routes that create, replace, sync and delete leaderboards (http-api.md §3.22, §3.23, §3.29).
+"""Admin routes that create, replace, sync and delete leaderboards (docs/http-api.md "Admin routes").
 
 Every change is an event (LeaderboardCreated / LeaderboardUpdated / LeaderboardDeleted, and SubmissionDeleted for
 the submissions of a board deleted with force); the routes answer once the read model shows it, so the admin who

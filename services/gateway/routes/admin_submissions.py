@@ -1,4 +1,4 @@
-"""Admin routes over submissions (http-api.md §3.17-§3.21, §3.24, §3.35): statistics, the full view of one
+"""Admin routes over submissions (docs/http-api.md "Admin routes"): statistics, the full view of one
 submission, deletions, submitting on a user's behalf, a leaderboard's submission ids, and the dataset export."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Registration through OAuth (http-api.md §3.2, §3.3): a pending cli id, then the provider's callback binds it.
+"""Registration through OAuth (docs/http-api.md "Registration"): a pending cli id, then the provider's callback binds
+it.
 
 The callback binds at once only for the address that started the registration; from anywhere else the person is
 asked first (routes/auth_confirm.py), so a link crafted by someone else cannot bind a victim's account to the

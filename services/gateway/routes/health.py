@@ -1,4 +1,4 @@
-"""Liveness of the gateway (http-api.md §3.1); readiness is `/ready` (services/kit/metrics.py).
+"""Liveness of the gateway (docs/http-api.md "Health and readiness"); readiness is `/ready` (services/kit/metrics.py).
 
 Liveness never asks Postgres or NATS: a probe that did would restart every replica whenever the database blinks,
 and a restart fixes nothing the process's own reconnecting would not. `/ready` takes a replica out of the load

@@ -1,4 +1,4 @@
-"""Public reads: leaderboards, their GPUs, rankings, counts and queues (http-api.md §3.4-§3.8)."""
+"""Public reads: leaderboards, their GPUs, rankings, counts and queues (docs/http-api.md "Public reads")."""
 
 from __future__ import annotations
 

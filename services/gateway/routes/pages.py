@@ -179,7 +179,7 @@ async def submission(submission_id: int, request: Request, pool: Pool, person: V
     # someone else's submission is indistinguishable from a missing one
     if row is None or str(row["user_id"]) != person.user_id:
         return _not_found(request, person, f"You have no submission {submission_id}.")
-    # the API's view of it: secret runs carry no harness output (http-api.md §3.12)
+    # the API's view of it: secret runs carry no harness output (docs/http-api.md "A user's submissions")
     stages = await repository.submission_runs(pool, submission_id)
     shown = views.submission(row, stages, None)
     # the report popcorn-cli prints, for each public run that ended (a secret run's would reveal its inputs)

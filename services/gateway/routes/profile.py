@@ -1,4 +1,4 @@
-"""`POST /profile/{leaderboard}/{gpu}` as released popcorn-cli sends `submit --profile` (docs/http-api.md,
+"""`POST /profile/{leaderboard}/{gpu}` as released popcorn-cli sends `submit --profile` (docs/quickstart.md,
 "Profiling"), and the download links of its artifacts.
 
 The submit is the streaming submit in profile mode with capture options: the same identity, permissions, rate

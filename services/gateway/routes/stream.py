@@ -1,6 +1,7 @@
-"""Streaming submit `POST /{lb}/{gpu}/{mode}` (http-api.md §3.10, §4): every check before the stream, then SSE.
+"""Streaming submit `POST /{lb}/{gpu}/{mode}` (docs/http-api.md "The streaming submit"): every check before the stream,
+then SSE.
 
-Registered after every fixed route, and its first segment never matches a reserved name (§1.5), so
+Registered after every fixed route, and its first segment never matches a reserved name (docs/http-api.md "Names"), so
 `POST /admin/submissions/x` is a 404/405 and never a submission to a leaderboard called `admin`.
 """
 

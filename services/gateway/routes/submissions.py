@@ -1,4 +1,5 @@
-"""Background submit (http-api.md §3.9): validate, record, answer 202 at once; the client polls §3.12."""
+"""Background submit (docs/http-api.md "Submitting"): validate, record, answer 202 at once; the client polls
+(docs/polling.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A user's own submissions: list, show, delete (http-api.md §3.11-§3.13)."""
+"""A user's own submissions: list, show, delete (docs/http-api.md "A user's submissions")."""
 
 from __future__ import annotations
 
