@@ -1,5 +1,5 @@
-"""The submit use case every front end translates into (http-api.md §6): the preliminary admission with what the read
-model shows, and the SubmissionReceived event that records an admitted submission.
+"""The submit use case every front end translates into (docs/http-api.md "Submitting"): the preliminary admission
+with what the read model shows, and the SubmissionReceived event that records an admitted submission.
 
 A front end turns its request (an HTTP form, a Discord command) into a Submitter and an Entry, calls `admit`, and
 publishes `Admission.received(submission_id)`. The dispatcher judges the event again and its decision stands; how a
@@ -73,7 +73,7 @@ class Admission:
 
 
 def judge(facts: Facts, submitter: Submitter, entry: Entry, now: datetime) -> Admission:
-    """Every check of http-api.md §6 after authentication, in its order; raises policy.Refused. Pure."""
+    """Every check of docs/http-api.md "Submitting" after authentication, in its order; raises policy.Refused. Pure."""
     applicant = policy.Applicant(banned=submitter.banned, via_cli=submitter.via_cli, invited=facts.invited)
     admitted = policy.judge(accepting=facts.accepting, applicant=applicant, leaderboard_name=entry.leaderboard,
                             board=facts.board, gpus=list(entry.gpus), mode=entry.mode, file_name=entry.file_name,
