@@ -118,9 +118,9 @@ def main() -> int:
         began = time.monotonic()
         for harness in order:
             scores[harness].append(score_once(task, code, harness, round_number))
-        stock, ours = scores["problem"][-1], scores["kernelbot"][-1]
-        print(f"{round_number:>5} {'stock' if order[0] == 'problem' else 'ours':>9} {stock * 1e6:>10.2f} "
-              f"{ours * 1e6:>10.2f} {ours / stock:>10.3f} {time.monotonic() - began:>7.1f}", flush=True)
+        last_stock, last_ours = scores["problem"][-1], scores["kernelbot"][-1]
+        print(f"{round_number:>5} {'stock' if order[0] == 'problem' else 'ours':>9} {last_stock * 1e6:>10.2f} "
+              f"{last_ours * 1e6:>10.2f} {last_ours / last_stock:>10.3f} {time.monotonic() - began:>7.1f}", flush=True)
     stock, ours = scores["problem"], scores["kernelbot"]
     print(f"stock: {spread(stock)}")
     print(f"ours:  {spread(ours)}")
