@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from problems import PROBLEMS_ROOT
-from runner.stock_versions import NOT_REPRODUCED, STOCK_VERSIONS
+from runner.stock_versions import BATCHED_TIMING, NOT_REPRODUCED, STOCK_VERSIONS
 from schemas.contracts import PyConfig, RunPayload, Task
 
 # Known stock reference-kernels Python harnesses: SHA-256 of the UTF-8 text (as task.yml loading reads it, with
@@ -43,8 +44,10 @@ SHA256 = re.compile(r"[0-9a-f]{64}\Z")
 
 OUR_PY_DIR = PROBLEMS_ROOT / "examples"
 # Beside our eval.py: the same files the bundled problems' task.yml list (tests/runner/test_harness_choice.py checks).
-OUR_PY_FILES = ("harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py",
-                "harness_refkernels.py")
+OUR_PY_FILES = ("harness_supervisor.py", "harness_measure.py", "harness_batch.py", "harness_group.py",
+                "harness_worker.py", "harness_wire.py", "harness_refkernels.py")
+# Where a replaced stock version timed batches, its rule travels beside eval.py under this name (harness_batch.py).
+CONTRACT_FILE = "harness_contract.json"
 OUR_CU_HARNESS = PROBLEMS_ROOT / "cuda_examples" / "eval.cu"
 REFERENCE_FILE = "reference.py"
 REFERENCE_FUNCTIONS = ("generate_input", "check_implementation")
@@ -107,7 +110,7 @@ def has_reference_kernels_shape(sources: dict[str, str]) -> str:
                                                                       re.MULTILINE)]
     if missing:
         return f"its {REFERENCE_FILE} defines no {', '.join(missing)}"
-    clashing = [name for name in OUR_PY_FILES if name in sources]
+    clashing = [name for name in (*OUR_PY_FILES, CONTRACT_FILE) if name in sources]
     if clashing:
         return f"its files already use the names {', '.join(clashing)}"
     return ""
@@ -162,6 +165,9 @@ def choose_harness(payload: RunPayload) -> HarnessPlan:
                                           f"KernelBot's harness cannot take its place: {missing}; {UNPROTECTED}",
                                           main_sha))
     sources = {**payload.sources, payload.main: ours, **{name: _ours(name) for name in OUR_PY_FILES}}
+    if main_sha in BATCHED_TIMING:
+        max_inputs, bytes_target = BATCHED_TIMING[main_sha]
+        sources[CONTRACT_FILE] = json.dumps({"batch": {"max_inputs": max_inputs, "bytes_target": bytes_target}})
     version = f"{_version(PY_VERSION, ours)} +reference-kernels"
     return HarnessPlan(payload.model_copy(update={"sources": sources}),
                        _info("kernelbot", version, True, f"KernelBot's supervisor/worker harness in place of the "

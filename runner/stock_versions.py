@@ -17,8 +17,6 @@ against the upstream files where a copy of the repository is at hand.
 
 from __future__ import annotations
 
-BATCH_TIMER = ("times a batch of up to 50 distinct inputs in one CUDA-event window and divides by the batch size, the same"
-    " batch every repeat; our harness times one fresh input per call, so small shapes would not score alike")
 RENAMED_STAGES = ("an unmerged branch that renames the stages to private/public, which the runner never invokes")
 CUDA_GRAPH_TIMER = ("times a CUDA graph of many unrolled calls replayed on one input, minus the measured L2-flush time; our "
     "harness times single calls on fresh inputs")
@@ -30,6 +28,11 @@ UNCLONED_INPUTS = ("hands the kernel its inputs uncloned (the aiter fused MoE is
     "our worker always receives copies")
 YAML_CASES = ("reads the case file as YAML (an experimental per-problem copy), while the runner writes case lines")
 COMPILE_WITH_INPUT = ("compile_kernel takes a fixed generated input before the stages (replaced the same day)")
+
+BATCH_LINALG_NOTE = ("a batch of up to 50 fresh inputs in one timing window, as many as fit in 256 MiB of input (the "
+    "first input's tensor bytes, which is upstream's batch*n*n*4), time / batch; a sample of each batch checked")
+BATCH_50_NOTE = "a batch of 50 fresh inputs in one timing window, time / 50; a sample of each batch checked"
+BATCH_15_NOTE = "a batch of 15 fresh inputs in one timing window, time / 15; a sample of each batch checked"
 
 STOCK_VERSIONS: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, what our harness reproduces)
     "027365d652c3e75ca675f406fba3929073f45f5f7a716fb39c924a8f59704ce2":
@@ -158,6 +161,100 @@ STOCK_VERSIONS: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, wha
     "ff5f0082ed2a676c64f027699cf7a0ad4f222a0ff0fed04d7ced95c20cc78840":
         ("problems/pmpp_v2/eval.py",
          "host perf_counter timer, 100 repeats"),
+    # Batched timing (docs/authoring.md, "Batched timing"; the rule each ships in BATCHED_TIMING below).
+    "0105fca80c0b81e0f52e9423781cb11b575a235494618e571b98f699730a0206":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "251cfb0229288352c820e1941d5d7c40e4bc9b312692b0bb40f8eebeeee885ee":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "2d591b88923f638ad600b96b1d9ebe6479a0da4b7f976ac0cc564b206a5ae5b2":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "3ee309171dbc484ce0fda4ac98d28f8739e6ff491f2ceff99db1dc8ba0fc50ac":
+        ("problems/linalg/qr_py/eval.py, problems/linalg/qr_v2/eval.py",
+         BATCH_LINALG_NOTE),
+    "502670f1a129a01e1a7770f277643b5b965f603ed776cc0e5a3e0bee02869b3f":
+        ("problems/linalg/qr_v2/eval.py",
+         BATCH_LINALG_NOTE),
+    "625e6ae7094d2331f119f9987ade658837f09eb293c477fafd569788cdaf6a0c":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "8bcac2b5dcbace3ec2172d6508c0313520748280f52d769a8ef4e6d829db60aa":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "a3ad23cefde5ad710e17045b7f9e739bba4f3b36c619dde78afb1def77e1959b":
+        ("problems/linalg/qr_py/eval.py, problems/linalg/qr_v2/eval.py",
+         BATCH_LINALG_NOTE),
+    "ad577ad69c360c43eb68997ea17e2fe14b83848f7a446aa735e379060d4cba42":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "ae6b06864867668dc62ec614d0f3d2b093525fd48d05c8586ba276596e668492":
+        ("problems/linalg/eigh_v2/eval.py",
+         BATCH_LINALG_NOTE),
+    "b0215faa2c46d2f59df0fb759fd00c341b66465b63f2c716f167ad4ac99bc891":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "c4c6ec6dd8949768be9b876962f3b4b9be9ad163fc460fd786942372b5ba654a":
+        ("problems/linalg/cholesky_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "ed7cb264e14428576113f27ad8f5fb9c432f11014bba2402618f24862c41a6a8":
+        ("problems/corepack/qr_py/eval.py, problems/linalg/qr_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "f798a40d234e28e6b456e1aa5bdc3fa93fca3643796501343d7b31f5b74e1e3d":
+        ("problems/linalg/eigh_py/eval.py",
+         BATCH_LINALG_NOTE),
+    "106951f2f0e9ea02f4c97fc3023ee2402e9d64fdf059b14ac3653b85062f4232":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "36835224754f9b5c125e4f0ce16b35024d6c6cf342c66d786770277f1f20a712":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "380734c7f47e467333140c0522a45c6f0ceaff9885f8a45a0c017b582d0f6973":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "46e23e266bc8c13c2151709b2e94b13938f869f6495260682ff569b7fc58d04a":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "538bc356ee202f6198316eee107cd04982b2030c1091ba41e2fb22db9bc21565":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "58c38182aaaaedef58a6151228478ee6ed56fbb11496d7bc54fc9fe827abeb75":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "63f89aa52c58f21810a2b3f3fef1bd231619393ef4a8a4035b95cb7d6c902714":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "99b28b74fa05fa8542be83f2ae55a93588963227cf8aee37935186e7d10f10da":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "9fec0075d3b8782d2d81dccacd38e08684574c69595db08b4034e1c187be9a26":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "cf1b131646b0ef6989afd5ff917d5908cd73d406da827625c3efd7ab770f5fda":
+        ("problems/nvidia/eval_better_bench.py",
+         BATCH_50_NOTE),
+    "082ddacf7a88692da2b46e3864f848c9c2afd7085433b19977b72c8360b22e4a":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
+    "13d04864538ae4187859788c7249b66252a06a4853e887cd21cd47e1a7b51566":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
+    "47d688c3725a2d3780a78b7bc39eca0dc3826471e78fa75eddc7867397470414":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
+    "75fd3c0c371f497ac337519d1392439cb88d32014b86be9ebf81ab9c5791a533":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
+    "8fbb9c03a7d57115c530f47c95b98cc589fda017e7a07d35890e5a09a18a7fe9":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
+    "adfbf61a62b98a7c3b2fa63d54c382b60c8248ba547d8e5a221926e3b23cfc15":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
+    "f30c7eef11d79f109f5ea2f508fa905b1598e793975d3299a504ae20e81b94a5":
+        ("problems/nvidia/eval_better_bench_grouped_gemm.py",
+         BATCH_15_NOTE),
 }
 
 NOT_REPRODUCED: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, why our harness cannot take over)
@@ -177,40 +274,12 @@ NOT_REPRODUCED: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, why
         ("problems/amd_distributed/eval.py", RENAMED_STAGES),
     "1ffb684c90d8999eb8536725d60227b13f39d07933987b0e8736a2c3fcf72051":
         ("problems/bioml/trimul/eval.py", RENAMED_STAGES),
-    "ed7cb264e14428576113f27ad8f5fb9c432f11014bba2402618f24862c41a6a8":
-        ("problems/corepack/qr_py/eval.py, problems/linalg/qr_py/eval.py", BATCH_TIMER),
     "1cfede319ce057301146f3f8e8bea1aeaab31701bf19d88004aeb339c8c6981b":
         ("problems/helion/eval.py", CUDA_GRAPH_TIMER),
     "aa54edbc0c2fa2ebc2ae328cb75fd629d5ec56cef264e9b8d4685d8de653d802":
         ("problems/helion/eval.py", CUDA_GRAPH_TIMER),
     "ac55e49fdfa4b5c5018e45c3ae32174b6cd2b00c7b6cf03818290097900a7930":
         ("problems/helion/eval.py", CUDA_GRAPH_TIMER),
-    "c4c6ec6dd8949768be9b876962f3b4b9be9ad163fc460fd786942372b5ba654a":
-        ("problems/linalg/cholesky_py/eval.py", BATCH_TIMER),
-    "0105fca80c0b81e0f52e9423781cb11b575a235494618e571b98f699730a0206":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "251cfb0229288352c820e1941d5d7c40e4bc9b312692b0bb40f8eebeeee885ee":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "2d591b88923f638ad600b96b1d9ebe6479a0da4b7f976ac0cc564b206a5ae5b2":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "625e6ae7094d2331f119f9987ade658837f09eb293c477fafd569788cdaf6a0c":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "8bcac2b5dcbace3ec2172d6508c0313520748280f52d769a8ef4e6d829db60aa":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "ad577ad69c360c43eb68997ea17e2fe14b83848f7a446aa735e379060d4cba42":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "b0215faa2c46d2f59df0fb759fd00c341b66465b63f2c716f167ad4ac99bc891":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "f798a40d234e28e6b456e1aa5bdc3fa93fca3643796501343d7b31f5b74e1e3d":
-        ("problems/linalg/eigh_py/eval.py", BATCH_TIMER),
-    "ae6b06864867668dc62ec614d0f3d2b093525fd48d05c8586ba276596e668492":
-        ("problems/linalg/eigh_v2/eval.py", BATCH_TIMER),
-    "3ee309171dbc484ce0fda4ac98d28f8739e6ff491f2ceff99db1dc8ba0fc50ac":
-        ("problems/linalg/qr_py/eval.py, problems/linalg/qr_v2/eval.py", BATCH_TIMER),
-    "a3ad23cefde5ad710e17045b7f9e739bba4f3b36c619dde78afb1def77e1959b":
-        ("problems/linalg/qr_py/eval.py, problems/linalg/qr_v2/eval.py", BATCH_TIMER),
-    "502670f1a129a01e1a7770f277643b5b965f603ed776cc0e5a3e0bee02869b3f":
-        ("problems/linalg/qr_v2/eval.py", BATCH_TIMER),
     "903a7a81a5d1c79bbbe04ee5f58b7ab8eb36ae441bc950be4663e59a259fdc46":
         ("problems/nvidia/eval.py", RENAMED_STAGES),
     "0c6e67a871acdb5abd3d2b76e429110112e108e80f18fab1158d3466b4f8092b":
@@ -232,44 +301,19 @@ NOT_REPRODUCED: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, why
     "249f9cdf235f8d122a0edacd0aef2d22e0484ea767115620350226bee3331e1a":
         ("problems/tri/cross_entropy_py/eval.py", TWO_ENTRY_POINTS),
     # Harness files a task.yml ships under the name eval.py (`source: ../eval_better_bench.py`).
-    "082ddacf7a88692da2b46e3864f848c9c2afd7085433b19977b72c8360b22e4a":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
-    "106951f2f0e9ea02f4c97fc3023ee2402e9d64fdf059b14ac3653b85062f4232":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "13d04864538ae4187859788c7249b66252a06a4853e887cd21cd47e1a7b51566":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
-    "36835224754f9b5c125e4f0ce16b35024d6c6cf342c66d786770277f1f20a712":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "380734c7f47e467333140c0522a45c6f0ceaff9885f8a45a0c017b582d0f6973":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "46e23e266bc8c13c2151709b2e94b13938f869f6495260682ff569b7fc58d04a":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "47d688c3725a2d3780a78b7bc39eca0dc3826471e78fa75eddc7867397470414":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
-    "538bc356ee202f6198316eee107cd04982b2030c1091ba41e2fb22db9bc21565":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
     "55e982f7356160305f990cb395b1bac200b179c9bbc7a0ef49b711fe639eca00":
         ("problems/nvidia/eval_better_bench_grouped_gemm.py", RENAMED_STAGES),
-    "58c38182aaaaedef58a6151228478ee6ed56fbb11496d7bc54fc9fe827abeb75":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "63f89aa52c58f21810a2b3f3fef1bd231619393ef4a8a4035b95cb7d6c902714":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "75fd3c0c371f497ac337519d1392439cb88d32014b86be9ebf81ab9c5791a533":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
     "7953b760981c43df985e67ffe2343deddf657054e2b188d0086ead7405d7a441":
         ("problems/nvidia/nvfp4_gemm/eval_vicki.py", YAML_CASES),
-    "8fbb9c03a7d57115c530f47c95b98cc589fda017e7a07d35890e5a09a18a7fe9":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
-    "99b28b74fa05fa8542be83f2ae55a93588963227cf8aee37935186e7d10f10da":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "9fec0075d3b8782d2d81dccacd38e08684574c69595db08b4034e1c187be9a26":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "adfbf61a62b98a7c3b2fa63d54c382b60c8248ba547d8e5a221926e3b23cfc15":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
     "b102186791b46dd803e3194773e4e336492e784d7efac02ea1ae6765b51bfcde":
         ("problems/nvidia/eval_better_bench.py", RENAMED_STAGES),
-    "cf1b131646b0ef6989afd5ff917d5908cd73d406da827625c3efd7ab770f5fda":
-        ("problems/nvidia/eval_better_bench.py", BATCH_TIMER),
-    "f30c7eef11d79f109f5ea2f508fa905b1598e793975d3299a504ae20e81b94a5":
-        ("problems/nvidia/eval_better_bench_grouped_gemm.py", BATCH_TIMER),
+}
+
+# The batch rule of each batched version: (most inputs per timing window, input bytes a batch aims at, or None for
+# always the most). Shipped to our harness as harness_contract.json (runner/harness_choice.py).
+LINALG_BATCH, BETTER_BENCH_BATCH, GROUPED_GEMM_BATCH = (50, 256 * 1024 * 1024), (50, None), (15, None)
+BATCHED_TIMING: dict[str, tuple[int, int | None]] = {
+    **{sha: LINALG_BATCH for sha, (_, note) in STOCK_VERSIONS.items() if note == BATCH_LINALG_NOTE},
+    **{sha: BETTER_BENCH_BATCH for sha, (_, note) in STOCK_VERSIONS.items() if note == BATCH_50_NOTE},
+    **{sha: GROUPED_GEMM_BATCH for sha, (_, note) in STOCK_VERSIONS.items() if note == BATCH_15_NOTE},
 }

@@ -22,9 +22,9 @@ every case seed with a keyed one-way function. This CPU harness does not flush t
 telemetry, so its timings are development-only (docs/authoring.md, "The harness protocol"); on CUDA inputs the worker times with CUDA events
 on its stream, closes each sample with a device-wide synchronize and writes 2x the L2 before each call.
 
-The supervisor is three files, shipped together wherever this one goes: this one is the process (argv, the case
-file, the pipes, the seed, the chain), harness_supervisor.py the workers, requests and stages, harness_measure.py
-the timing method and statistics.
+The supervisor is four files, shipped together wherever this one goes: this one is the process (argv, the case
+file, the pipes, the seed, the chain), harness_supervisor.py the requests and stages, harness_group.py the worker
+processes, harness_measure.py the timing method and statistics.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import sys
 
 from harness_supervisor import Channel, Harness, worker_files
 
-HARNESS_VERSION = "kernelbot-examples 0.5.1"
+HARNESS_VERSION = "kernelbot-examples 0.6.0"
 EXIT_FAILED, EXIT_NO_FD, EXIT_BAD_INPUT, EXIT_USAGE = 112, 111, 113, 2
 STAGES = ("test", "benchmark", "leaderboard", "profile")
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
@@ -109,8 +109,9 @@ def import_torch_and_wire():
 
     # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    import harness_worker as wire
     import torch
+
+    import harness_group as wire
 
     torch.set_num_threads(1)  # side-by-side runs on few cores: spinning OpenMP pools made timings 10-30x noisier
     return torch, wire

@@ -24,6 +24,10 @@ WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 # (seed + 13 * iteration) stay below 2**32: torch seeds its CPU generator with a seed's low 32 bits only.
 WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
+# Public seeds of the further inputs of a batch (docs/authoring.md, "Batched timing"): 13 * (difference of two
+# iterations) never reaches a multiple of 2**26 (iterations stay below 2**25), so no two inputs share a seed, and
+# 49 items above the warm-up base still stay below 2**32.
+ITEM_STRIDE = 1 << 26
 # The supervisor-side cross-check (docs/authoring.md, "The harness protocol"): a sample is rejected when the time the supervisor measured
 # exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
 # more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
@@ -35,12 +39,15 @@ PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.3
 OVERHEAD_CAP_NS = 2_000_000
 
 
-def mix_seed(secret: int | None, seed: int, iteration: int) -> int:
-    """The seed of one generated input. Public runs step by 13 as upstream; with a secret, HMAC-SHA256 keyed by the
-    secret over (seed, iteration), truncated to 31 bits, so a mixed seed reveals nothing about the secret."""
+def mix_seed(secret: int | None, seed: int, iteration: int, item: int = 0) -> int:
+    """The seed of one generated input: input `item` of the batch of call `iteration` (item 0 when calls are not
+    batched). Public runs step by 13 per iteration as upstream, and by ITEM_STRIDE per item; with a secret,
+    HMAC-SHA256 keyed by the secret over (seed, iteration[, item]), truncated to 31 bits, so a mixed seed reveals
+    nothing about the secret."""
     if secret is None:
-        return seed + 13 * iteration
-    digest = hmac.new(str(secret).encode(), f"{seed}:{iteration}".encode(), hashlib.sha256).digest()
+        return seed + 13 * iteration + ITEM_STRIDE * item
+    message = f"{seed}:{iteration}" if item == 0 else f"{seed}:{iteration}:{item}"
+    digest = hmac.new(str(secret).encode(), message.encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
@@ -77,7 +84,7 @@ def converged(samples: list[int], total: int, total_squares: int) -> bool:
 def warm_up(request, case: dict) -> None:
     started, calls = _perf_counter_ns(), 0
     while calls < WARM_UP_CALLS or _perf_counter_ns() - started < WARM_UP_NS:
-        request("call", case, WARM_UP_ITERATION_BASE + calls)
+        request("call", case, WARM_UP_ITERATION_BASE + calls, timed=True)
         calls += 1
 
 
@@ -111,16 +118,17 @@ def measure(request, stage: str, case: dict) -> tuple[list[int], str, int]:
     total = total_squares = 0
     for sample in range(1, 2 * max_samples + 1):
         # A fresh input every call, checked right after.
-        ok, message, measured = request("call", case, timed_iteration(stage, sample))
+        ok, message, measured = request("call", case, timed_iteration(stage, sample), timed=True)
         if not ok:
             return [], f"timed call {sample}: {message or 'check failed'}", violating
-        elapsed = measured["ns"]
+        elapsed = measured["ns"]  # of the whole batch, where the stage times batches: cross-checked as a whole
         if window(measured) - elapsed > 2 * overhead + max(CROSS_CHECK_ABS_NS, CROSS_CHECK_REL * elapsed):
             violating += 1
             if violating >= MIN_SAMPLES and violating > sample // 2:  # early out: hiding work shows at once
                 return [], (f"unsynchronized work or timer tampering detected: {violating} of {sample} calls "
                             f"took longer than the worker reported"), violating
             continue
+        elapsed = round(elapsed / measured.get("inputs", 1))  # the time of one input (of a batch)
         samples.append(elapsed)
         total, total_squares = total + elapsed, total_squares + elapsed * elapsed
         if len(samples) >= max_samples or (len(samples) >= MIN_SAMPLES and (

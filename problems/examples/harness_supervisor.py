@@ -14,12 +14,16 @@ import json
 import os
 import sys
 
+from harness_batch import CONTRACT_FILE, batch_buffers, checked_positions, load_rule
 from harness_measure import measure, mix_seed, summarize, warm_up
+from harness_wire import pack, unpack
 
 TIMER, CUDA_TIMER = "cpu-perf-counter", "cuda-event"  # the worker times with CUDA events when the inputs are there
 MAX_WORKER_STARTS = 3
 # The supervisor's files, which the worker never gets (besides the main script itself: eval.py).
-HIDDEN_FROM_WORKER = ("reference.py", "harness_refkernels.py", "harness_supervisor.py", "harness_measure.py")
+HIDDEN_FROM_WORKER = ("reference.py", "harness_refkernels.py", "harness_supervisor.py", "harness_measure.py",
+                      "harness_group.py", "harness_batch.py", CONTRACT_FILE)
+TIMED_STAGES = ("benchmark", "leaderboard")
 
 
 class Channel:
@@ -49,6 +53,8 @@ class Harness:
         self.source_dir, self.hidden = worker_files()
         self.generate_input, self.check_implementation = reference.generate_input, reference.check_implementation
         self.reference, self.adapter, self.buffers = reference, load_adapter(), {}
+        # The replaced stock version's batch rule, when it timed batches (harness_batch.py); None: one input a call.
+        self.batch_rule, self.batch_counts, self.batching = load_rule(self.source_dir), {}, False
         self.secret = secret
         self.begin_stage(channel, data_fd, group, world_size)
 
@@ -63,6 +69,7 @@ class Harness:
 
     def run_stage(self, stage: str, cases: list[tuple[str, dict]]) -> bool:
         """One stage on this stage's channel, ending with its `check` line; its workers are stopped after it."""
+        self.batching = self.batch_rule is not None and stage in TIMED_STAGES
         try:
             if stage == "test":
                 passed = self.run_tests(cases)
@@ -112,9 +119,9 @@ class Harness:
 
     # -- one request --
 
-    def generate(self, case: dict, iteration: int, rank: int | None):
+    def generate(self, case: dict, iteration: int, rank: int | None, item: int = 0):
         if "seed" in case:
-            case = {**case, "seed": mix_seed(self.secret, case["seed"], iteration)}
+            case = {**case, "seed": mix_seed(self.secret, case["seed"], iteration, item)}
         return self.generate_input(**case) if rank is None else self.generate_input(**case, rank=rank)
 
     def verify(self, pristine, output) -> tuple[bool, str]:
@@ -123,9 +130,10 @@ class Harness:
             return (bool(verdict[0]), str(verdict[1])) if isinstance(verdict, tuple) else (verdict, "")
         return not verdict, str(verdict)  # legacy: a message string, empty means pass
 
-    def request(self, kind: str, case: dict, iteration: int) -> tuple[bool, str, dict]:
-        """Fresh inputs (one per rank), one worker request, every output checked against the pristine inputs.
-        Returns (ok, message, measurement) with the reported ns, the supervisor's wall and worker-CPU ns."""
+    def request(self, kind: str, case: dict, iteration: int, timed: bool = False) -> tuple[bool, str, dict]:
+        """Fresh inputs (one per rank, or one batch of them where the stage times batches), one worker request,
+        every output (of a timed batch: a sample of them) checked against the pristine inputs. Returns (ok, message,
+        measurement) with the reported ns, the supervisor's wall and worker-CPU ns, and the number of inputs."""
         world_size = int(case.get("world_size", 1))
         group = self.workers(world_size)
         if group is None:
@@ -133,10 +141,14 @@ class Harness:
         ranks = [None] if world_size == 1 else list(range(world_size))
         pristine = [self.generate(case, iteration, rank) for rank in ranks]
         self.timer = CUDA_TIMER if on_cuda(self.torch, pristine[0]) else TIMER
-        frames = [self.wire.pack(self.torch, value, exact=False) for value in pristine]
         outputs = self.output_buffers(case, pristine[0])
-        if outputs:
-            frames = [({**header, "outputs": outputs}, body) for header, body in frames]
+        count = self.batch_count(kind, case, pristine[0]) if world_size == 1 else 1
+        extra = {"outputs": outputs} if outputs else {}
+        if count > 1:
+            pristine = [[pristine[0], *(self.generate(case, iteration, None, item) for item in range(1, count))]]
+            extra = {"batch": True, "outputs": batch_buffers(outputs, count)}
+        frames = [pack(self.torch, value, exact=False) for value in pristine]
+        frames = [({**header, **extra}, body) for header, body in frames]
         limit = 64 * max(len(body) for _, body in frames) + (64 << 20)
         try:
             replies, wall, cpu = group.exchange(kind, frames, limit)
@@ -150,17 +162,38 @@ class Harness:
             if kind == "ping":
                 continue
             try:
-                output = self.wire.unpack(self.torch, header, body)
+                output = unpack(self.torch, header, body)
             except (ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
                 self.stop_workers()
                 return False, f"{prefix}worker protocol violation: {exc}", {}
-            ok, message = self.verify(original, output)
+            ok, message = self.verify(original, output) if count == 1 else self.verify_batch(original, output, timed)
             if not ok:
                 return False, prefix + (message or "check failed"), {}
         reported = replies[0][0].get("ns")
         if not isinstance(reported, int) or reported < 0:
             return False, "the worker reported no time", {}
-        return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", "")}
+        return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", ""),
+                          "inputs": count}
+
+    def batch_count(self, kind: str, case: dict, first) -> int:
+        """Inputs per request: 1, or the batch rule's count for this case in a timed stage (pings carry the same
+        batch as calls, so the calibrated overhead includes moving it)."""
+        if not self.batching or kind not in ("call", "ping"):
+            return 1
+        key = repr(sorted(case.items()))
+        if key not in self.batch_counts:
+            self.batch_counts[key] = self.batch_rule.count(self.torch, first)
+        return self.batch_counts[key]
+
+    def verify_batch(self, pristine: list, outputs, timed: bool) -> tuple[bool, str]:
+        """One output per input; the whole batch checked when untimed, a sample drawn now when timed."""
+        if not isinstance(outputs, list) or len(outputs) != len(pristine):
+            return False, f"a batch of {len(pristine)} inputs needs a list of {len(pristine)} outputs"
+        for position in checked_positions(len(pristine), whole=not timed):
+            ok, message = self.verify(pristine[position], outputs[position])
+            if not ok:
+                return False, f"input {position + 1} of the batch of {len(pristine)}: {message or 'check failed'}"
+        return True, ""
 
     def output_buffers(self, case: dict, pristine) -> list:
         """Input tensors the kernel may return (a preallocated output, found by the reference-kernels adapter)."""

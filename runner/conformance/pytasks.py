@@ -6,7 +6,8 @@ from __future__ import annotations
 from problems import PROBLEMS_ROOT
 from schemas.contracts import SUBMISSION_MARKER, PyConfig, Task
 
-HARNESS_FILES = ("eval.py", "harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py")
+HARNESS_FILES = ("eval.py", "harness_supervisor.py", "harness_measure.py", "harness_batch.py", "harness_group.py",
+                 "harness_worker.py", "harness_wire.py")
 
 VECTORADD_REFERENCE = '''
 import torch

@@ -43,8 +43,8 @@ def test_a_stock_harness_asked_for_ours_is_replaced_by_our_supervisor_and_worker
     assert plan.protected and plan.info["kind"] == "kernelbot"
     assert plan.info["version"] == harness_choice._version(harness_choice.PY_VERSION, OUR_EVAL) + " +reference-kernels"
     assert plan.payload.sources["eval.py"] == OUR_EVAL  # the stock file is not even written
-    assert {"harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py",
-            "harness_refkernels.py"} <= set(plan.payload.sources)
+    assert {"harness_supervisor.py", "harness_measure.py", "harness_batch.py", "harness_group.py", "harness_worker.py",
+            "harness_wire.py", "harness_refkernels.py"} <= set(plan.payload.sources)
     for name in ("reference.py", "task.py", "utils.py", "submission.py"):  # the problem's own files stay
         assert plan.payload.sources[name] == payload_for(task).sources[name]
 
@@ -54,7 +54,8 @@ def test_our_harness_ships_whole_wherever_it_goes(monkeypatch):
     the reference-kernels path ships the same ones, and the worker never gets the supervisor's."""
     examples = PROBLEMS_ROOT / "examples"
     siblings = {path.name for path in examples.glob("harness_*.py")} - {"harness_refkernels.py"}
-    assert siblings == {"harness_supervisor.py", "harness_measure.py", "harness_worker.py", "harness_wire.py"}
+    assert siblings == {"harness_supervisor.py", "harness_measure.py", "harness_batch.py", "harness_group.py",
+                        "harness_worker.py", "harness_wire.py"}
     assert siblings | {"harness_refkernels.py"} == set(harness_choice.OUR_PY_FILES)
     bundled = [load_problem(task_yml.parent).task for task_yml in sorted(examples.glob("*/task.yml"))]
     assert len(bundled) >= 5
@@ -64,8 +65,8 @@ def test_our_harness_ships_whole_wherever_it_goes(monkeypatch):
             assert task.files[name] == (examples / name).read_text(), name
     monkeypatch.syspath_prepend(str(examples))
     supervisor = importlib.import_module("harness_supervisor")
-    assert {"reference.py", "harness_refkernels.py", "harness_supervisor.py",
-            "harness_measure.py"} <= set(supervisor.HIDDEN_FROM_WORKER)
+    assert {"reference.py", "harness_refkernels.py", "harness_supervisor.py", "harness_measure.py", "harness_batch.py",
+            "harness_group.py", "harness_contract.json"} <= set(supervisor.HIDDEN_FROM_WORKER)
 
 
 def test_ours_is_the_default_where_the_problem_fits_it():

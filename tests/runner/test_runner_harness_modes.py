@@ -72,13 +72,16 @@ def all_reduce_task(tmp_path_factory):
                   {"name": "harness_worker.py", "source": str(Path("..") / "harness_worker.py")},
                   {"name": "harness_wire.py", "source": str(Path("..") / "harness_wire.py")},
                   {"name": "harness_supervisor.py", "source": str(Path("..") / "harness_supervisor.py")},
-                  {"name": "harness_measure.py", "source": str(Path("..") / "harness_measure.py")}],
+                  {"name": "harness_measure.py", "source": str(Path("..") / "harness_measure.py")},
+                  {"name": "harness_batch.py", "source": str(Path("..") / "harness_batch.py")},
+                  {"name": "harness_group.py", "source": str(Path("..") / "harness_group.py")}],
         "lang": "py", "description": "Sum a vector over the ranks.", "config": {"main": "eval.py"},
         "tests": [{"size": 33, "seed": 5, "world_size": 2}],
         "benchmarks": [{"size": 64, "seed": 9, "world_size": 2}],
         "multi_gpu": True, "test_timeout": 120, "benchmark_timeout": 120,
     }
-    for name in ("eval.py", "harness_worker.py", "harness_wire.py", "harness_supervisor.py", "harness_measure.py"):
+    for name in ("eval.py", "harness_worker.py", "harness_wire.py", "harness_supervisor.py", "harness_measure.py",
+                 "harness_batch.py", "harness_group.py"):
         (directory.parent / name).write_text((examples / name).read_text())
     (directory / "task.yml").write_text(yaml.safe_dump(task, sort_keys=False))
     return load_problem(directory).task

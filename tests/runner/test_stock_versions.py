@@ -46,10 +46,10 @@ HEAD = {
     "problems/amd_distributed/eval.py": ("666ddf88587c4018daa9e7696a5012b85646f2a284053bd0d308af6ec82b1652", True),
     "problems/bioml/trimul/eval.py": ("94f5b0a0ff72e797c0c83c30478697a897dc2ac369f8cc8e07dbcd0272803f51", True),
     "problems/helion/eval.py": ("1cfede319ce057301146f3f8e8bea1aeaab31701bf19d88004aeb339c8c6981b", False),
-    "problems/linalg/cholesky_py/eval.py": ("c4c6ec6dd8949768be9b876962f3b4b9be9ad163fc460fd786942372b5ba654a", False),
-    "problems/linalg/eigh_py/eval.py": ("ad577ad69c360c43eb68997ea17e2fe14b83848f7a446aa735e379060d4cba42", False),
-    "problems/linalg/qr_py/eval.py": ("3ee309171dbc484ce0fda4ac98d28f8739e6ff491f2ceff99db1dc8ba0fc50ac", False),
-    "problems/linalg/qr_v2/eval.py": ("3ee309171dbc484ce0fda4ac98d28f8739e6ff491f2ceff99db1dc8ba0fc50ac", False),
+    "problems/linalg/cholesky_py/eval.py": ("c4c6ec6dd8949768be9b876962f3b4b9be9ad163fc460fd786942372b5ba654a", True),
+    "problems/linalg/eigh_py/eval.py": ("ad577ad69c360c43eb68997ea17e2fe14b83848f7a446aa735e379060d4cba42", True),
+    "problems/linalg/qr_py/eval.py": ("3ee309171dbc484ce0fda4ac98d28f8739e6ff491f2ceff99db1dc8ba0fc50ac", True),
+    "problems/linalg/qr_v2/eval.py": ("3ee309171dbc484ce0fda4ac98d28f8739e6ff491f2ceff99db1dc8ba0fc50ac", True),
     "problems/princeton/cross_entropy_py/eval.py":
         ("6d8a6235cf93f3a6bace03aaef3cf9382998a3f413f58e0a8538e4ac9a336978", False),
 }

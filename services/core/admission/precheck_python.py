@@ -21,7 +21,7 @@ TIMING_APIS = (
 )
 # Modules of a harness (ours and reference-kernels'): assigning their attributes patches the checker or the timer.
 HARNESS_MODULES = ("utils", "reference", "eval", "task", "harness_supervisor", "harness_measure", "harness_worker",
-                   "harness_wire", "__main__", "builtins", "sys", "os", "gc", "inspect", "importlib")
+                   "harness_wire", "harness_group", "harness_batch", "__main__", "builtins", "sys", "os", "gc", "inspect", "importlib")
 HARNESS_ATTRIBUTES = ("__globals__", "__builtins__", "__code__", "__closure__", "__subclasses__", "f_globals",
                       "f_locals", "f_back", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame")
 HARNESS_APIS = ("sys.modules", "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
