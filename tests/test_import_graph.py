@@ -59,7 +59,7 @@ def imported_modules(source: str, module: str, is_package: bool = False) -> list
 
 
 def room_of(module: str) -> str | None:
-    """The room of a dotted module name: `services.gateway.app` -> gateway, `runner.payload` -> runner."""
+    """The room of a dotted module name: `services.gateway.app` -> gateway, `runner.task.payload` -> runner."""
     parts = module.split(".")
     if parts[0] == "runner":
         return "runner"
@@ -183,7 +183,7 @@ def test_the_allowed_imports_pass():
     modules = {
         "services.discord.bot": "from services.core import read_model\nfrom services.kit.bus import publish\n"
                                 "from schemas.events import RunCompleted\nfrom services.discord import texts\n",
-        "services.dispatcher.enqueue": "from runner.payload import build_payload\nimport asyncio\n",
+        "services.dispatcher.enqueue": "from runner.task.payload import build_payload\nimport asyncio\n",
         "services.core.read_model": "from services.ranking.rules import best_first\n",
         "services.cli.main": "from services.gateway.app import create_app\nfrom services.operate import stream\n",
         "services.operate.replay": "from services.ledger import repository\n",
@@ -196,7 +196,7 @@ def test_the_core_and_the_libraries_import_no_service_and_no_tooling():
         "services.core.views": "from services.gateway import deps\n",
         "services.kit.bus": "from services.core import read_model\n",
         "services.gateway.app": "from services.operate import hf_schedule\n",
-        "runner.payload": "from services.kit import bus\n",
+        "runner.task.payload": "from services.kit import bus\n",
     }
     assert [v.split(" (")[1] for v in violations(modules)] == [
         "runner -> kit)", "core -> gateway)", "gateway -> operate)", "kit -> core)"]

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cuda import find_nvcc
+from runner.stages.cuda import find_nvcc
+
 from . import pytasks
 from .report import CheckResult, failed, passed, skipped
 from .runs import CudaBuild, cuda_task, run, source

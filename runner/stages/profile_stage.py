@@ -15,16 +15,15 @@ import shutil
 import sys
 from typing import Any
 
+from runner.launching.process import ProcessOutcome, run_process
+from runner.launching.starter import Starter
+from runner.profilers import Capture, tool_for
+from runner.profilers.base import HARNESS_ENV
+from runner.profilers.bundle import bundle, case_directory, fingerprint
+from runner.profilers.torch_table import DETAILS_CSV, DETAILS_TXT, table_csv, table_rows
+from runner.task.profiling import TORCH_PROFILER, decode_report, encode_report
+from runner.task.protocol import decode_output
 from schemas.contracts import EvalResult, ProfileOptions, ProfileResult, RunPayload, SystemInfo
-
-from .launch import Starter
-from .process import ProcessOutcome, run_process
-from .profilers import Capture, tool_for
-from .profilers.base import HARNESS_ENV
-from .profilers.bundle import bundle, case_directory, fingerprint
-from .profilers.torch_table import DETAILS_CSV, DETAILS_TXT, table_csv, table_rows
-from .profiling import TORCH_PROFILER, decode_report, encode_report
-from .protocol import decode_output
 
 REPORT_LINES = 400  # of the details text, shown in the stage's report (the zip holds all of it)
 

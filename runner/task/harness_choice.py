@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from problems import PROBLEMS_ROOT
-from runner.stock_versions import NOT_REPRODUCED, STOCK_VERSIONS
+from runner.task.stock_versions import NOT_REPRODUCED, STOCK_VERSIONS
 from schemas.contracts import PyConfig, RunPayload, Task
 
 # Known stock reference-kernels Python harnesses: SHA-256 of the UTF-8 text (as task.yml loading reads it, with
