@@ -31,7 +31,12 @@ launching/     starting the processes of a run (imports confinement)
   starter        each process of a run started warm or cold, confined either way
   warm_client    the runner's side of the warm runner: ask it for a fork
   warm_child     the child side: turn a fresh fork into the process a cold start gives
-profilers/     Nsight Compute, rocprofv3 and torch.profiler captures, and the zip with its manifest (imports task)
+profilers/     profile mode's capture tools, each answering in one shape (imports task)
+  base           what every external capture tool provides to the profile stage
+  ncu            Nsight Compute on CUDA hosts
+  rocprof        rocprofv3 on ROCm hosts
+  torch_table    torch.profiler's key-averages table as CSV (the CPU host's profiler)
+  bundle         one profiled case as a zip with its manifest
 stages/        a run from payload to FullResult, and what is measured on the way (imports all rooms above)
   execute        the runner procedure: sandbox, prepare, then the stages one process each or chained
   prepare        files written, then the warm-up (py) or the compile (cu); the harness environment
@@ -43,7 +48,11 @@ stages/        a run from payload to FullResult, and what is measured on the way
   compile_cache  a CUDA submission's binary kept for its other runs on this host
   telemetry      GPU telemetry around timed stages
   timing         the stamps of a run's phases (EvalResult.timing, FullResult.timing)
-conformance/   `kernelbot conformance`: the checks a vendor runs on a runner host (imports any room)
+conformance/   `kernelbot conformance`: the checks a vendor runs on a runner host (imports any room but the entry points)
+  checks         the checks, one function each, and the run over all of them
+  pytasks        the Python-harness side: small tasks built in memory around our harness
+  runs           submissions run through stages/execute, and the CUDA harness built once for timing runs
+  report         one line per check and the summary line
 Entry points, the modules at the top (imported by no room; their `python -m` names are what hosts run):
   __main__       `python -m runner`: execute one payload and write result.json
   container      `python -m runner.container`: the runner image's entry point
