@@ -41,6 +41,10 @@ import socket
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at import this module stays standard-library only (see fork)
+    from runner.confinement.sandbox import RunSandbox
 
 MAX_REQUEST = 1 << 20
 MAX_FDS = 16
@@ -63,7 +67,7 @@ def preload() -> None:
     # creates still run).
     import weakref
 
-    for finalizer in list(weakref.finalize._registry):  # noqa: SLF001
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined] # noqa: SLF001
         finalizer.atexit = False
 
 
@@ -98,7 +102,7 @@ class Server:
         self.children: dict[int, Child] = {}  # by connection fd
         self.runners: dict[int, Child] = {}  # detached runners, by pid
         self.draining = False
-        self.spare = None  # a run sandbox built ahead (runner/confinement/sandbox.py prebuild), for the next runner forked
+        self.spare: RunSandbox | None = None  # a run sandbox built ahead (runner/confinement/sandbox.py prebuild), for the next runner forked
         self.parent = os.getppid()  # may be 1 itself, in a container whose entry process started us
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)
@@ -267,6 +271,7 @@ class Server:
             return
         code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
         child.exited = True
+        assert child.conn is not None  # a child with its connection; detached runners end in on_runner_exit
         try:
             child.conn.send(json.dumps({"exit": code}).encode())
         except OSError:
@@ -276,6 +281,7 @@ class Server:
         """The runner closed its end (or sent something, which only ever means the same): reap the child."""
         if child.reaped:
             return
+        assert child.conn is not None  # only a child with its connection has one to close
         try:
             child.conn.recv(16)
         except OSError:

@@ -25,7 +25,9 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from runner.confinement.seccomp import build_filter
 
@@ -52,7 +54,7 @@ def bwrap_binary() -> str | None:
         return shutil.which("bwrap")
 
 
-def gpu_devices(env: dict[str, str] | None = None) -> list[str]:
+def gpu_devices(env: Mapping[str, str] | None = None) -> list[str]:
     """The device nodes of the GPUs this runner was given (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES as indices;
     every GPU when unset), plus the control nodes their drivers need; nothing on a host without GPUs."""
     env = os.environ if env is None else env
@@ -76,7 +78,7 @@ def readable_paths() -> list[str]:
     """The interpreter, its standard library and the virtual environment, where no system directory holds them."""
     paths = {os.path.dirname(os.path.realpath(sys.executable)), os.path.realpath(sys.base_prefix),
              os.path.realpath(sys.prefix), sys.prefix, os.path.dirname(sys.executable)}
-    kept = []
+    kept: list[str] = []
     for path in sorted(paths):
         if not any(path == top or path.startswith(top + "/") for top in (*SYSTEM_DIRS, *kept)):
             kept.append(path)
@@ -144,7 +146,7 @@ class Holder:
         inside = uid if uid is not None else INSIDE_ID if os.getuid() != INSIDE_ID else INSIDE_ID + 1
         argv = [binary, *bwrap_arguments(base, disk, gpu_devices(), inside), "--seccomp", str(filter_read),
                 "--info-fd", str(info_write), "--", sys.executable, "-I", "-S", "-c", INIT_SOURCE.read_text()]
-        drop = {}
+        drop: dict[str, Any] = {}  # Popen's user, group and extra_groups
         if uid is not None and reveal:  # the masks need a mount namespace made while still root
             spec = {"reveal": reveal, "uid": uid, "gid": uid}
             argv = [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", *argv]
@@ -173,10 +175,13 @@ class Holder:
             raise
         if not ready:
             self._abandon()
-            message = self.process.stderr.read().decode(errors="replace").strip().splitlines()
-            self.process.stderr.close()
+            stderr = self.process.stderr
+            assert stderr is not None  # started with stderr=PIPE
+            message = stderr.read().decode(errors="replace").strip().splitlines()
+            stderr.close()
             raise SandboxUnavailable(message[-1] if message else "bwrap ended before its sandbox was ready")
         self._close_fds("info")
+        assert self.process.stderr is not None  # started with stderr=PIPE
         self.process.stderr.close()
         self.pid = pid
         self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino

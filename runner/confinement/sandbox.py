@@ -111,7 +111,7 @@ class RunSandbox:
 
     def descriptors(self) -> set[int]:
         """The descriptors this sandbox holds open (a forked runner that adopts it must keep them)."""
-        held = {self._lock.fileno()} if self._lock is not None else set()
+        held: set[int] = {self._lock.fileno()} if self._lock is not None else set()
         return held | (self.holder.descriptors() if self.holder is not None else set())
 
     def _fits(self, policy: SandboxPolicy | None, parent: Path | None) -> bool:

@@ -58,7 +58,8 @@ def outcome(result: FullResult) -> Outcome:
         run_result = stage.run
         if run_result is None or not (run_result.success and run_result.passed):
             return Outcome(False, f"{key}: {first_error(run_result.result if run_result else {})}", None, result)
-    last = list(result.runs.values())[-1].run.result if result.runs else {}
+    last_run = list(result.runs.values())[-1].run if result.runs else None  # every stage ran and passed
+    last = last_run.result if last_run else {}
     mean = float(last["benchmark.0.mean"]) if "benchmark.0.mean" in last else None
     return Outcome(True, "", mean, result)
 

@@ -98,6 +98,7 @@ def run_process(
                 read_ends[read_end] = name
                 child_ends.append(write_end)
         start = time.monotonic()
+        proc: Any  # a Popen, or the warm runner's handle (runner/launching/warm_client.py)
         if launch is None:
             proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -134,11 +135,14 @@ def run_process(
         timed_out=timed_out,
         started_at=start,
         forked=launch is not None,
-        **streams,
+        stdout=streams["stdout"],
+        stderr=streams["stderr"],
+        result=streams["result"],
+        data=streams["data"],
     )
 
 
-def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, CapturedStream],
+def _pump(proc: Any, read_ends: dict[int, str], streams: dict[str, CapturedStream],
           start: float, timeout: float, reap: Callable[[], None] | None) -> tuple[bool, float]:
     """Read every pipe until EOF while watching the child's exit and the deadline. Returns (timed_out, duration)."""
     selector = selectors.DefaultSelector()

@@ -19,6 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from runner.confinement import confine
 
@@ -75,11 +76,13 @@ def _read_secret_environment(request: dict, fds: list[int]) -> dict[str, str]:
 def _fresh_streams(env: dict[str, str]) -> None:
     """Standard streams as a fresh interpreter opens them on these descriptors (nothing buffered from the server)."""
     unbuffered = bool(env.get("PYTHONUNBUFFERED"))
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=unbuffered,
-                                                   line_buffering=os.isatty(1))
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace",
-                                                   line_buffering=True)
+    # sys.__std*__ too, as a new interpreter sets them (typeshed calls them final)
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(  # type: ignore[misc]
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(  # type: ignore[misc]
+        io.FileIO(1, "w", closefd=False), write_through=unbuffered, line_buffering=os.isatty(1))
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]
+        io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
 
 
 def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
@@ -96,7 +99,7 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     # multiprocessing resolves a relative __main__ path (a spawned worker re-imports it) against the directory its
     # process started in: here the fork server's, where a cold process would have started in the run directory.
     if "multiprocessing.process" in sys.modules:
-        sys.modules["multiprocessing.process"].ORIGINAL_DIR = os.getcwd()
+        sys.modules["multiprocessing.process"].ORIGINAL_DIR = os.getcwd()  # type: ignore[attr-defined]
     code = 0
     try:
         runpy.run_path(script, run_name="__main__")
@@ -106,7 +109,7 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
         traceback.print_exc()
         code = 1
     try:
-        threading._shutdown()  # noqa: SLF001 - the interpreter waits for non-daemon threads at exit
+        threading._shutdown()  # type: ignore[attr-defined] # noqa: SLF001 - the interpreter waits for non-daemon threads at exit
         atexit._run_exitfuncs()  # noqa: SLF001
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
@@ -198,8 +201,9 @@ def _default_signal(number: int) -> None:
     try:
         # SIGPIPE and SIGXFSZ stay ignored and SIGINT raises KeyboardInterrupt, as in a fresh interpreter (and
         # as confine.py, a Python program, leaves them to what it execs in a cold start).
-        handler = {signal.SIGPIPE: signal.SIG_IGN, signal.SIGXFSZ: signal.SIG_IGN,
-                   signal.SIGINT: signal.default_int_handler}.get(number, signal.SIG_DFL)
+        kept: dict[int, Any] = {signal.SIGPIPE: signal.SIG_IGN, signal.SIGXFSZ: signal.SIG_IGN,
+                                signal.SIGINT: signal.default_int_handler}
+        handler = kept.get(number, signal.SIG_DFL)
         signal.signal(number, handler)
     except (OSError, ValueError):
         pass

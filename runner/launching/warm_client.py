@@ -26,7 +26,8 @@ class WarmUnavailable(OSError):
 
 class WarmProcess:
     def __init__(self, conn: socket.socket, pid: int) -> None:
-        self.conn, self.pid, self.returncode = conn, pid, None
+        self.conn, self.pid = conn, pid
+        self.returncode: int | None = None
         self.exit_fd = conn.fileno()
 
     def wait(self, timeout: float | None = None) -> int:

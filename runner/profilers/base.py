@@ -40,8 +40,15 @@ class Capture:
 
 
 class CaptureTool(Protocol):
-    name: str  # the ProfileResult's `profiler`
-    version: str  # the version the runner images pin (docs/vendors.md)
+    @property
+    def name(self) -> str:
+        """The ProfileResult's `profiler`."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The version the runner images pin (docs/vendors.md)."""
+        ...
 
     def capture_argv(self, options: ProfileOptions, out_dir: str) -> list[str]:
         """The prefix that runs the harness under the tool, writing into `out_dir`."""

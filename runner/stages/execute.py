@@ -11,6 +11,7 @@ errors, crashes, timeouts, failed checks) are recorded in the stage results of a
 
 from __future__ import annotations
 
+import functools
 import time
 from pathlib import Path
 
@@ -79,8 +80,8 @@ def _run_all(payload: RunPayload, starter: Starter, system: SystemInfo,
     for index, plan in enumerate(plans):
         # The first stage's start covers writing the files and the warm-up/compile step, as upstream.
         stage_start = start if index == 0 else now()
-        runs[plan.key] = measured(plan.key, lambda plan=plan, stage_start=stage_start: _run_stage(
-            program, plan, payload, starter, stage_env, compilation, stage_start, harness, system))
+        runs[plan.key] = measured(plan.key, functools.partial(
+            _run_stage, program, plan, payload, starter, stage_env, compilation, stage_start, harness, system))
         stage = runs[plan.key].run
         if not (stage and stage.success and stage.passed) and payload.mode != "profile":
             break

@@ -13,6 +13,7 @@ import hashlib
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from runner.launching.process import ProcessOutcome, run_process
@@ -122,7 +123,7 @@ def with_torch_profile(evaluation: EvalResult, plan_key: str, payload: RunPayloa
 
 
 def with_capture(evaluation: EvalResult, plan_key: str, payload: RunPayload, system: SystemInfo,
-                 options: ProfileOptions, profiler: str, settings: dict[str, object], capture: Capture,
+                 options: ProfileOptions, profiler: str, settings: Mapping[str, object], capture: Capture,
                  details: tuple[str, ...]) -> EvalResult:
     if capture.error:
         return failed(evaluation, capture.error)
