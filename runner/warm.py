@@ -217,7 +217,7 @@ class Server:
 
                     offer(spare)
                     keep = spare.descriptors()
-                from runner.__main__ import main as run_main  # loaded by main() already
+                from runner.__main__ import main as run_main  # imported by main() already, as offer above
 
                 become_runner(run_main, runner, fds[0], self.path, keep)  # never returns
             become(request, fds, self.base_path)  # never returns
