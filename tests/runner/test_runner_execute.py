@@ -254,7 +254,7 @@ def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_pa
     result_file = tmp_path / "result.json"
     env = {**os.environ, "SUBMISSION_PAYLOAD": encode_payload(tiny_payload(harness, seed=77)),
            "TMPDIR": str(own_tmpdir)}
-    repo_root = Path(runner.stages.cuda.__file__).resolve().parents[1]
+    repo_root = Path(runner.__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-m", "runner", "--result", str(result_file)], cwd=repo_root, env=env,
                    check=True, timeout=60)
     run = json.loads(result_file.read_text())["runs"]["test"]["run"]
