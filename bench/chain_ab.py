@@ -1,5 +1,5 @@
-"""The chain (runner/launching/chain.py) against one harness process per stage, interleaved on the same warm runner so both
-see the same machine load: one public ranked run (test -> benchmark -> leaderboard) of vectoradd_py per sample,
+"""The chain (runner/launching/chain.py) against one harness process per stage, interleaved on the same warm runner so
+both see the same machine load: one public ranked run (test -> benchmark -> leaderboard) of vectoradd_py per sample,
 straight through runner.stages.execute with the local runner's sandbox (no services).
 
     .venv/bin/python bench/chain_ab.py 5

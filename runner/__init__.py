@@ -48,7 +48,7 @@ stages/        a run from payload to FullResult, and what is measured on the way
   compile_cache  a CUDA submission's binary kept for its other runs on this host
   telemetry      GPU telemetry around timed stages
   timing         the stamps of a run's phases (EvalResult.timing, FullResult.timing)
-conformance/   `kernelbot conformance`: the checks a vendor runs on a runner host (imports any room but the entry points)
+conformance/   `kernelbot conformance`: the checks a vendor runs on a runner host (imports every room above)
   checks         the checks, one function each, and the run over all of them
   pytasks        the Python-harness side: small tasks built in memory around our harness
   runs           submissions run through stages/execute, and the CUDA harness built once for timing runs

@@ -6,8 +6,8 @@ a payload given in the environment is first moved into a private file by one re-
 it in /proc/<pid>/environ, which the harness and user code (children, same user) could read.
 
 The result is written atomically (temporary file + rename) so a collector never sees a half-written result.json.
-Every harness, warm-up and compiler process runs in the sandbox of runner/confinement/sandbox.py (a bubblewrap sandbox per run
-where the host allows user namespaces, else limits only) unless --no-sandbox is given.
+Every harness, warm-up and compiler process runs in the sandbox of runner/confinement/sandbox.py (a bubblewrap sandbox
+per run where the host allows user namespaces, else limits only) unless --no-sandbox is given.
 Exit status: 0 when a result file was written (whatever it says), 1 otherwise.
 """
 

@@ -4,9 +4,9 @@ and compiler process of a run is forked instead of started cold (`python -m runn
 It stays pristine: it never imports user code, never touches a GPU (importing torch does not initialise CUDA),
 and never holds anything of a run beyond the request naming argv, directory and environment. The secret seed
 never passes through it: the runner hands the child a pipe holding its secret variables, which only the forked
-child reads. Each child is a fresh process that then gets what a cold start gives (runner/launching/warm_child.py): its own
-session, only the pipes of its run, the limits, network namespace and uid of runner/confinement/confine.py, the scrubbed
-environment, the run directory as working directory and `sys.path[0]`, and the program run as `__main__` with
+child reads. Each child is a fresh process that then gets what a cold start gives (runner/launching/warm_child.py): its
+own session, only the pipes of its run, the limits, network namespace and uid of runner/confinement/confine.py, the
+scrubbed environment, the run directory as working directory and `sys.path[0]`, and the program run as `__main__` with
 its usual argv (`runpy`); a program that is not a Python script is exec'd after the same confinement.
 
 It also forks the runners themselves (`{"runner": [args of python -m runner]}`, from the local backend): a runner
@@ -20,9 +20,9 @@ JSON request with the child's descriptors attached (SCM_RIGHTS); the server answ
 pid (= its process group id) cannot be reused before the runner has killed the group. A connection closed early
 (a runner that died) gets the child's group killed.
 
-Between runs it also builds the next run's sandbox ahead (runner/confinement/sandbox.py `prebuild`, in the runs' directory of the
-last runner it forked), and hands it to the next runner it forks: bwrap and the sandbox's init start while no run
-waits. It reaps that bwrap process when the run has ended it; a runner that cannot use it ends it.
+Between runs it also builds the next run's sandbox ahead (runner/confinement/sandbox.py `prebuild`, in the runs'
+directory of the last runner it forked), and hands it to the next runner it forks: bwrap and the sandbox's init start
+while no run waits. It reaps that bwrap process when the run has ended it; a runner that cannot use it ends it.
 
 The server is single-threaded (a selector over the listener, the connections and the children's pidfds), so
 forking from it is safe. On SIGTERM, or when the process that started it dies, it stops accepting and exits once
@@ -102,7 +102,8 @@ class Server:
         self.children: dict[int, Child] = {}  # by connection fd
         self.runners: dict[int, Child] = {}  # detached runners, by pid
         self.draining = False
-        self.spare: RunSandbox | None = None  # a run sandbox built ahead (runner/confinement/sandbox.py prebuild), for the next runner forked
+        # a run sandbox built ahead (runner/confinement/sandbox.py prebuild), for the next runner forked
+        self.spare: RunSandbox | None = None
         self.parent = os.getppid()  # may be 1 itself, in a container whose entry process started us
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)

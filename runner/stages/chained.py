@@ -1,6 +1,6 @@
 """The stages of one run in one harness process (runner/launching/chain.py), turned into the same EvalResults
-that one process per stage gives: per stage its own command line (`<program> <stage> <casefile>`, what the stage is), its
-stdout, stderr, exit code, duration, result and samples, its start and end, and the telemetry of a timed stage.
+that one process per stage gives: per stage its own command line (`<program> <stage> <casefile>`, what the stage is),
+its stdout, stderr, exit code, duration, result and samples, its start and end, and the telemetry of a timed stage.
 The chain goes on while a stage passes (every stage in profile mode), as the stage loop of
 runner/stages/execute.py does."""
 

@@ -66,7 +66,8 @@ def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str],
                  wrap: Callable[[list[str], float], list[str]] | None = None,
                  output: str = BINARY_NAME) -> CompileResult:
     """Compile the payload's sources in `run_dir` into `output` (`eval.out`). Never raises for user or config
-    errors. `wrap` confines the compiler process (runner/confinement/sandbox.py); the recorded command is the unwrapped one."""
+    errors. `wrap` confines the compiler process (runner/confinement/sandbox.py); the recorded command is the
+    unwrapped one."""
     nvcc = find_nvcc()
     if nvcc is None:
         return CompileResult(nvcc_found=False, success=False, stderr="nvcc not found on the runner", exit_code=-1)

@@ -93,7 +93,8 @@ def _run_stage(program: list[str], plan: StagePlan, payload: RunPayload, starter
                harness_info: dict[str, str] | None = None, system: SystemInfo | None = None) -> EvalResult:
     argv = [*program, plan.harness_stage, str(write_case_file(starter.box, plan))]
     if plan.harness_stage == "profile":
-        return run_profile_stage(argv, plan, payload, starter, env, system or SystemInfo(), lambda argv, outcome: stage_result(
-            argv, plan, payload, outcome, compilation, start, harness_info))
+        return run_profile_stage(argv, plan, payload, starter, env, system or SystemInfo(),
+                                 lambda argv, outcome: stage_result(argv, plan, payload, outcome, compilation, start,
+                                                                    harness_info))
     outcome = starter.run(argv, timeout=plan.timeout, ranks=stage_ranks(plan), env=env)
     return stage_result(argv, plan, payload, outcome, compilation, start, harness_info)

@@ -1,5 +1,5 @@
-"""A CUDA submission is compiled once per host for all its runs (runner/stages/compile_cache.py): its secret run executes
-the binary its public run compiled; other code, or other flags, compile anew. nvcc compiles here without a GPU
+"""A CUDA submission is compiled once per host for all its runs (runner/stages/compile_cache.py): its secret run
+executes the binary its public run compiled; other code, or other flags, compile anew. nvcc compiles here without a GPU
 (the stages themselves then end at the harness's first CUDA call)."""
 
 from __future__ import annotations

@@ -260,8 +260,8 @@ def _running(pid: int) -> bool:
 
 
 def test_a_forked_runner_runs_in_the_sandbox_the_server_built_ahead_and_nothing_of_it_is_left(warm, tmp_path):
-    """Between runs the server starts the next run's bubblewrap sandbox (runner/confinement/sandbox.py prebuild), in the runs'
-    directory of the last runner it forked; the next runner forked adopts it, so no run waits for bwrap."""
+    """Between runs the server starts the next run's bubblewrap sandbox (runner/confinement/sandbox.py prebuild), in the
+    runs' directory of the last runner it forked; the next runner forked adopts it, so no run waits for bwrap."""
     import glob
     import time
 

@@ -1,5 +1,6 @@
 """Hostile submissions against the run sandbox, through the real runner: `python -m runner` started as a process,
-its harness and user code confined the way a host confines them (runner/confinement/sandbox.py, runner/confinement/bwrap.py).
+its harness and user code confined the way a host confines them (runner/confinement/sandbox.py,
+runner/confinement/bwrap.py).
 
 Each attack runs under every runner identity this host can give: root (the per-run uid), an ordinary user (the
 case of `kernelbot up` without root: the test creates `kbuser` and runs the runner as it), and root with the warm

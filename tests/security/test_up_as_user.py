@@ -9,8 +9,8 @@ the addresses the test knows (NATS's TCP port, Postgres's unix socket), queries 
 writes a marker file to places outside its run that the test checks on the host; it prints what it achieved and
 then answers correctly, so the run completes and its stdout comes back in the report.
 
-With the run sandbox (runner/confinement/bwrap.py, an unprivileged user namespace as an ordinary user) the attack finds nothing.
-The second test is the control: the same `kernelbot up` where no user namespace can be made
+With the run sandbox (runner/confinement/bwrap.py, an unprivileged user namespace as an ordinary user) the attack finds
+nothing. The second test is the control: the same `kernelbot up` where no user namespace can be made
 (tests/support/no_user_namespaces.py), so runs are confined by limits only, and the same probe sees and reaches
 everything. It proves the probe works, so the first test cannot pass for want of looking.
 """

@@ -1,8 +1,8 @@
 """`python no_user_namespaces.py PROGRAM [ARGS...]`: run PROGRAM where no new user namespace can be made.
 
 The shape of a host that cannot build the run sandbox: user namespaces turned off by sysctl, or a container whose
-runtime's default seccomp profile refuses them. The filter is the sandbox's own (runner/confinement/seccomp.py) reduced to
-that one refusal, installed with no-new-privileges (needed without CAP_SYS_ADMIN, and inherited by PROGRAM)."""
+runtime's default seccomp profile refuses them. The filter is the sandbox's own (runner/confinement/seccomp.py) reduced
+to that one refusal, installed with no-new-privileges (needed without CAP_SYS_ADMIN, and inherited by PROGRAM)."""
 
 from __future__ import annotations
 
