@@ -1,6 +1,6 @@
-"""The chain (runner/chain.py) against one harness process per stage, interleaved on the same warm runner so both
-see the same machine load: one public ranked run (test -> benchmark -> leaderboard) of vectoradd_py per sample,
-straight through runner.execute with the local runner's sandbox (no services).
+"""The chain (runner/launching/chain.py) against one harness process per stage, interleaved on the same warm runner so
+both see the same machine load: one public ranked run (test -> benchmark -> leaderboard) of vectoradd_py per sample,
+straight through runner.stages.execute with the local runner's sandbox (no services).
 
     .venv/bin/python bench/chain_ab.py 5
 
@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from problems import PROBLEMS_ROOT  # noqa: E402
-from runner.execute import execute  # noqa: E402
-from runner.payload import build_payload  # noqa: E402
-from runner.sandbox import SandboxPolicy  # noqa: E402
-from runner.taskfile import load_problem  # noqa: E402
+from runner.confinement.sandbox import SandboxPolicy  # noqa: E402
+from runner.stages.execute import execute  # noqa: E402
+from runner.task.payload import build_payload  # noqa: E402
+from runner.task.taskfile import load_problem  # noqa: E402
 from tests.support.warm import warm_runner  # noqa: E402
 
 

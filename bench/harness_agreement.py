@@ -2,7 +2,7 @@
 agree"; docs/authoring.md, "Which reference-kernels harnesses the platform replaces").
 
 One public ranked run (test -> benchmark -> leaderboard) of a correct submission per harness and round, straight
-through runner.execute with the local runner's sandbox (no services): `harness: problem` runs the problem's own
+through runner.stages.execute with the local runner's sandbox (no services): `harness: problem` runs the problem's own
 stock-shaped eval.py, `harness: kernelbot` replaces it with ours. The two alternate which goes first from round to
 round, so a drift in machine load falls on both. Threads are pinned to one (the submission sets
 torch.set_num_threads(1) before anything else, which is what our worker does; a stock pool process does not, and
@@ -33,10 +33,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runner.execute import execute  # noqa: E402
-from runner.payload import build_payload  # noqa: E402
-from runner.sandbox import SandboxPolicy  # noqa: E402
-from runner.taskfile import load_problem  # noqa: E402
+from runner.confinement.sandbox import SandboxPolicy  # noqa: E402
+from runner.stages.execute import execute  # noqa: E402
+from runner.task.payload import build_payload  # noqa: E402
+from runner.task.taskfile import load_problem  # noqa: E402
 from services.scorer.scoring import verdict_of  # noqa: E402
 
 VECTORADD = ROOT / "tests" / "fixtures" / "reference_kernels" / "problems" / "pmpp_v2" / "vectoradd_py"

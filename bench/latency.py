@@ -183,7 +183,7 @@ def run(args: argparse.Namespace) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kb-latency-"))
     # --features-off: every process cold and no held polls, for a comparison on the same machine at the same time
     off = {"KB_WARM_RUNNER": "false", "KB_LONG_POLL_S": "0", "KB_HARNESS_CHAIN": "false"} if args.features_off else {}
-    if args.no_chain:  # only the chain off: one harness process per stage (runner/chain.py)
+    if args.no_chain:  # only the chain off: one harness process per stage (runner/launching/chain.py)
         off = {**off, "KB_HARNESS_CHAIN": "false"}
     with servers(workdir, "kb_latency") as (nats_url, database_url):
         platform = Platform(nats_url, database_url, workdir, local_gpus={"cpu": args.slots}, extra_env=off)

@@ -14,10 +14,10 @@ import statistics
 import time
 from pathlib import Path
 
-from runner.execute import execute
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 
 PROBLEM = Path(__file__).parents[1] / "tests" / "fixtures" / "reference_kernels" / "problems" / "pmpp_v2" / \
     "vectoradd_py"

@@ -6,8 +6,8 @@ a payload given in the environment is first moved into a private file by one re-
 it in /proc/<pid>/environ, which the harness and user code (children, same user) could read.
 
 The result is written atomically (temporary file + rename) so a collector never sees a half-written result.json.
-Every harness, warm-up and compiler process runs in the sandbox of runner/sandbox.py (a bubblewrap sandbox per run
-where the host allows user namespaces, else limits only) unless --no-sandbox is given.
+Every harness, warm-up and compiler process runs in the sandbox of runner/confinement/sandbox.py (a bubblewrap sandbox
+per run where the host allows user namespaces, else limits only) unless --no-sandbox is given.
 Exit status: 0 when a result file was written (whatever it says), 1 otherwise.
 """
 
@@ -20,13 +20,12 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
+from runner.confinement.sandbox import SandboxPolicy
+from runner.launching.chain import chain_enabled
+from runner.launching.warm_client import WarmLauncher
+from runner.stages.execute import execute
+from runner.task.payload import PayloadError, decode_payload
 from schemas.contracts import FullResult
-
-from .chain import chain_enabled
-from .execute import execute
-from .payload import PayloadError, decode_payload
-from .sandbox import SandboxPolicy
-from .warm_client import WarmLauncher
 
 PAYLOAD_ENV = "SUBMISSION_PAYLOAD"
 
@@ -70,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--result", type=Path, default=Path("result.json"), help="where to write the FullResult")
     parser.add_argument("--workdir", type=Path, default=None, help="parent of the temporary run directory")
     parser.add_argument("--no-sandbox", action="store_true",
-                        help="run the harness unconfined (development only; see runner/sandbox.py)")
+                        help="run the harness unconfined (development only; see runner/confinement/sandbox.py)")
     parser.add_argument("--warm", type=Path, default=None,
                         help="socket of a warm runner (runner/warm.py) to fork the harness processes from")
     args = parser.parse_args(argv)

@@ -30,6 +30,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from runner.container import run_completed
+from runner.task.payload import PayloadError, decode_payload
 from schemas.contracts import FullResult
 from schemas.streams import (
     RUNNER_JOBS,
@@ -39,9 +41,6 @@ from schemas.streams import (
     runner_report_id,
     runner_report_subject,
 )
-
-from .container import run_completed
-from .payload import PayloadError, decode_payload
 
 NATS_URL_ENV = "KB_RUNNER_NATS_URL"
 PASSWORD_ENV = "KB_RUNNER_NATS_PASSWORD"

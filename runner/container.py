@@ -3,7 +3,7 @@
 Reads the payload (base64 of zlib-compressed JSON, or plain JSON) from `--payload-file` (deleted once read) or from
 `SUBMISSION_PAYLOAD`; either may instead hold a single-use https link to it, fetched once (a payload too large for its
 backend's field: services/dispatcher/backends/carry.py). The onboarding guide's minimal smoke payload gets defaults
-(runner/smoke.py). Runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
+(runner/task/smoke.py). Runs it in the sandbox, writes `result.json` atomically, and, when it is given NATS settings
 (`KB_NATS_URL`) and the payload names its run (`run_id`, `submission_id`, `leaderboard`; `backend` optional),
 publishes `RunCompleted` itself. The event id is the one the dispatcher's backend would use when it collects
 result.json instead (`RunCompleted:<run_id>`), so a result reported both ways is recorded once.
@@ -31,18 +31,17 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from runner.__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
+from runner.confinement.sandbox import SandboxPolicy
+from runner.launching.chain import chain_enabled
+from runner.launching.warm_client import WarmLauncher, WarmUnavailable, start_warm_runner
+from runner.stages.execute import execute
+from runner.task.payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
+from runner.task.smoke import is_smoke_payload, judged, summary
+from runner.task.toolchain import refusal as toolchain_refusal
 from schemas.contracts import FullResult
 from schemas.events import RunCompleted
 from schemas.streams import EVENTS, RUNNER_REPORTS, runner_inbox_prefix, runner_report_id, runner_report_subject
-
-from .__main__ import PAYLOAD_ENV, read_payload_text, write_result_atomically
-from .chain import chain_enabled
-from .execute import execute
-from .payload import PayloadError, decode_payload_object, fetch_if_reference, payload_from_object
-from .sandbox import SandboxPolicy
-from .smoke import is_smoke_payload, judged, summary
-from .toolchain import refusal as toolchain_refusal
-from .warm_client import WarmLauncher, WarmUnavailable, start_warm_runner
 
 NATS_URL_ENV = "KB_NATS_URL"
 RUNNER_NAME_ENV = "KB_RUNNER_NAME"

@@ -15,9 +15,8 @@ import os
 import sys
 from pathlib import Path
 
+from runner.container import NATS_URL_ENV, RUNNER_NAME_ENV, publish, run_completed
 from schemas.contracts import FullResult
-
-from .container import NATS_URL_ENV, RUNNER_NAME_ENV, publish, run_completed
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -4,9 +4,9 @@ and compiler process of a run is forked instead of started cold (`python -m runn
 It stays pristine: it never imports user code, never touches a GPU (importing torch does not initialise CUDA),
 and never holds anything of a run beyond the request naming argv, directory and environment. The secret seed
 never passes through it: the runner hands the child a pipe holding its secret variables, which only the forked
-child reads. Each child is a fresh process that then gets what a cold start gives (runner/warm_child.py): its own
-session, only the pipes of its run, the limits, network namespace and uid of runner/confine.py, the scrubbed
-environment, the run directory as working directory and `sys.path[0]`, and the program run as `__main__` with
+child reads. Each child is a fresh process that then gets what a cold start gives (runner/launching/warm_child.py): its
+own session, only the pipes of its run, the limits, network namespace and uid of runner/confinement/confine.py, the
+scrubbed environment, the run directory as working directory and `sys.path[0]`, and the program run as `__main__` with
 its usual argv (`runpy`); a program that is not a Python script is exec'd after the same confinement.
 
 It also forks the runners themselves (`{"runner": [args of python -m runner]}`, from the local backend): a runner
@@ -20,9 +20,9 @@ JSON request with the child's descriptors attached (SCM_RIGHTS); the server answ
 pid (= its process group id) cannot be reused before the runner has killed the group. A connection closed early
 (a runner that died) gets the child's group killed.
 
-Between runs it also builds the next run's sandbox ahead (runner/sandbox.py `prebuild`, in the runs' directory of the
-last runner it forked), and hands it to the next runner it forks: bwrap and the sandbox's init start while no run
-waits. It reaps that bwrap process when the run has ended it; a runner that cannot use it ends it.
+Between runs it also builds the next run's sandbox ahead (runner/confinement/sandbox.py `prebuild`, in the runs'
+directory of the last runner it forked), and hands it to the next runner it forks: bwrap and the sandbox's init start
+while no run waits. It reaps that bwrap process when the run has ended it; a runner that cannot use it ends it.
 
 The server is single-threaded (a selector over the listener, the connections and the children's pidfds), so
 forking from it is safe. On SIGTERM, or when the process that started it dies, it stops accepting and exits once
@@ -41,6 +41,10 @@ import socket
 import sys
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # at import this module stays standard-library only (see fork)
+    from runner.confinement.sandbox import RunSandbox
 
 MAX_REQUEST = 1 << 20
 MAX_FDS = 16
@@ -63,7 +67,7 @@ def preload() -> None:
     # creates still run).
     import weakref
 
-    for finalizer in list(weakref.finalize._registry):  # noqa: SLF001
+    for finalizer in list(weakref.finalize._registry):  # type: ignore[attr-defined] # noqa: SLF001
         finalizer.atexit = False
 
 
@@ -98,7 +102,8 @@ class Server:
         self.children: dict[int, Child] = {}  # by connection fd
         self.runners: dict[int, Child] = {}  # detached runners, by pid
         self.draining = False
-        self.spare = None  # a run sandbox built ahead (runner/sandbox.py prebuild), for the next runner forked
+        # a run sandbox built ahead (runner/confinement/sandbox.py prebuild), for the next runner forked
+        self.spare: RunSandbox | None = None
         self.parent = os.getppid()  # may be 1 itself, in a container whose entry process started us
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.listener.bind(path)
@@ -202,18 +207,20 @@ class Server:
             spare, self.spare = self.spare, None
         pid = os.fork()
         if pid == 0:
-            from runner.warm_child import become, become_runner
+            from runner.launching.warm_child import become, become_runner
 
             if runner is not None:
                 keep: set[int] = set()
                 if spare is not None:
                     # Project modules are imported by main(), once the server has hardened itself; at import this
                     # module stays standard-library only.
-                    from runner.sandbox import offer
+                    from runner.confinement.sandbox import offer
 
                     offer(spare)
                     keep = spare.descriptors()
-                become_runner(runner, fds[0], self.path, keep)  # never returns
+                from runner.__main__ import main as run_main  # imported by main() already, as offer above
+
+                become_runner(run_main, runner, fds[0], self.path, keep)  # never returns
             become(request, fds, self.base_path)  # never returns
         if spare is not None:
             self.disown(spare)
@@ -222,7 +229,7 @@ class Server:
     def prepare_spare(self, workdir: str | None) -> None:
         """Build the next run's sandbox now, while no run waits for it (bwrap and its init take tens of ms)."""
         if self.spare is None and not self.draining:
-            from runner.sandbox import prebuild  # loaded by main() already: see offer above
+            from runner.confinement.sandbox import prebuild  # loaded by main() already: see offer above
 
             self.spare = prebuild(Path(workdir) if workdir else None)
 
@@ -265,6 +272,7 @@ class Server:
             return
         code = info.si_status if info.si_code == os.CLD_EXITED else -info.si_status
         child.exited = True
+        assert child.conn is not None  # a child with its connection; detached runners end in on_runner_exit
         try:
             child.conn.send(json.dumps({"exit": code}).encode())
         except OSError:
@@ -274,6 +282,7 @@ class Server:
         """The runner closed its end (or sent something, which only ever means the same): reap the child."""
         if child.reaped:
             return
+        assert child.conn is not None  # only a child with its connection has one to close
         try:
             child.conn.recv(16)
         except OSError:
@@ -298,7 +307,7 @@ def main(argv: list[str]) -> int:
         print("usage: python -m runner.warm SOCKET", file=sys.stderr)
         return 2
     # What `python SCRIPT` has on sys.path after the script's own directory in a cold start, whose environment has
-    # no PYTHONPATH (runner/environment.py drops it): ours without its first entry and without PYTHONPATH's.
+    # no PYTHONPATH (runner/confinement/environment.py drops it): ours without its first entry and without PYTHONPATH's.
     extra = {os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p}
     base_path = [p for p in sys.path[1:] if os.path.abspath(p) not in extra]
     libc = ctypes.CDLL(None, use_errno=True)
@@ -307,10 +316,10 @@ def main(argv: list[str]) -> int:
     # (the fallback without root) must not reach into the process every later run is forked from.
     libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     import runner.__main__  # noqa: F401 - what a forked runner runs
-    import runner.confine  # noqa: F401 - what each child applies
-    import runner.warm_child  # noqa: F401
-    from runner.sandbox import isolation_available, sandbox_level
-    from runner.sysinfo import collect_system_info
+    import runner.confinement.confine  # noqa: F401 - what each child applies
+    import runner.launching.warm_child  # noqa: F401
+    from runner.confinement.sandbox import isolation_available, sandbox_level
+    from runner.host.sysinfo import collect_system_info
 
     preload()
     # Known once here, inherited by every runner forked from here (both are cached per process).

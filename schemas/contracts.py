@@ -117,8 +117,8 @@ class RunPayload(_Frozen):
     compile_flags: list[str] = []
     harness: HarnessChoice = "kernelbot"
     submission_file: str | None = None  # which of the files holds the user's code
-    # `<family>:<manifest sha256>` of the runner image this run needs (runner/toolchain.py); the dispatcher fills it
-    # for GPUs served by an image, and a runner built from another manifest refuses the run.
+    # `<family>:<manifest sha256>` of the runner image this run needs (runner/task/toolchain.py); the dispatcher fills
+    # it for GPUs served by an image, and a runner built from another manifest refuses the run.
     toolchain: str | None = None
     profile: ProfileOptions | None = None  # profile mode's capture options
 

@@ -56,7 +56,7 @@ if [ "$VENDOR" = amd ]; then
   # amd-smi (or rocm-smi) must list the GPU and sysfs must give it a render node: the one device its jobs get
   # (beside /dev/kfd), fixed here in the unit so a job never looks it up.
   RENDER="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." \
-            && python3 -m runner.rocm_devices render-node "$INDEX" --root "${ROOT:-/}")" \
+            && python3 -m runner.host.rocm_devices render-node "$INDEX" --root "${ROOT:-/}")" \
     || fail "GPU index $INDEX: no AMD GPU with a render node at that index (see the line above)"
   VISIBLE_ENV="${VISIBLE_ENV}
 Environment=KERNELBOT_RENDER_NODE=${RENDER}"

@@ -26,7 +26,7 @@ GPU="$(echo "$GPU" | tr '[:upper:]' '[:lower:]')"
 
 if [ -z "$COUNT" ]; then
   if command -v nvidia-smi > /dev/null; then COUNT="$(nvidia-smi --list-gpus | wc -l)"
-  else COUNT="$(cd "$HERE/../.." && python3 -m runner.rocm_devices count)"  # amd-smi, else rocm-smi
+  else COUNT="$(cd "$HERE/../.." && python3 -m runner.host.rocm_devices count)"  # amd-smi, else rocm-smi
   fi
   [ "${COUNT:-0}" -gt 0 ] || { echo "no GPU found by nvidia-smi, amd-smi or rocm-smi: pass --count" >&2; exit 2; }
 fi

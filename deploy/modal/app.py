@@ -175,7 +175,7 @@ def remove_new_entries(before: dict[str, set[str]]) -> None:
 def sandbox_level() -> str:
     """What the runner's sandbox can build here, for the container's log (each result also records its own)."""
     # Late: this file is also loaded where the app is deployed from, which has Modal's client but no runner package.
-    from runner.sandbox import sandbox_level as level_here
+    from runner.confinement.sandbox import sandbox_level as level_here
 
     level, reason = level_here()
     return f"{level} ({reason})"
@@ -217,7 +217,7 @@ class WarmRunner:
 
     @modal.enter()
     def start_warm_runner(self) -> None:
-        from runner.warm_client import start_warm_runner
+        from runner.launching.warm_client import start_warm_runner
 
         become_subreaper()
         print(f"kernelbot: sandbox level in this container: {sandbox_level()}", flush=True)

@@ -28,7 +28,7 @@ ENV KB_TOOLCHAIN=amd KB_TOOLCHAIN_SHA256=dc178507ecb867bd2da63c310fb239edba25ba9
 
 COPY schemas /opt/kernelbot/schemas
 COPY runner /opt/kernelbot/runner
-# Our harnesses: the runner puts them in place of a stock reference-kernels eval.py (runner/harness_choice.py).
+# Our harnesses: the runner puts them in place of a stock reference-kernels eval.py (runner/task/harness_choice.py).
 COPY problems /opt/kernelbot/problems
 ENV PYTHONPATH=/opt/kernelbot
 

@@ -1,4 +1,4 @@
-// KernelBot example harness for CUDA problems. Built twice by the runner (runner/cuda_supervisor.py):
+// KernelBot example harness for CUDA problems. Built twice by the runner (runner/stages/cuda_supervisor.py):
 //
 //   supervisor.out  this file alone, with -DKERNELBOT_SUPERVISOR: `./supervisor.out <stage> <casefile>`, the program
 //                   the runner starts. It never contains user code.

@@ -44,7 +44,7 @@ SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
 # text, starts `eval.py chain STAGE=CASEFILE ...` once per run instead of one process per stage.
 CHAIN, CHAIN_FD_VARIABLE = "chain", "KERNELBOT_HARNESS_CHAIN_FD"
 # Values: an integer, a word, a [list] or (tuple) of integers; the words true/false are booleans (reference-kernels
-# harnesses since 2026 read them so, runner/stock_versions.py).
+# harnesses since 2026 read them so, runner/task/stock_versions.py).
 PAIR = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\[[-+0-9,\s]*\]|\([-+0-9,\s]*\)|[+-]?[0-9]+|[A-Za-z_][A-Za-z0-9_]*)\s*\Z")
 BOOLEANS = {"true": True, "false": False}
 

@@ -3,7 +3,7 @@
 Some reference-kernels versions (the linalg eigh/qr/cholesky harnesses, nvidia's eval_better_bench*.py) time a
 batch of inputs in one timing window and divide by the batch size; a small shape then scores what it costs inside a
 stream of calls, not what one isolated call costs. When our harness replaces such a version, the runner ships that
-version's rule as `harness_contract.json` (runner/harness_choice.py) and the benchmark and leaderboard stages time
+version's rule as `harness_contract.json` (runner/task/harness_choice.py) and the benchmark and leaderboard stages time
 the same way: one request carries a batch of inputs, the worker calls the kernel once per input inside one window,
 and the sample is the window ÷ the batch size. The test and profile stages stay one input per call, as upstream.
 

@@ -1,7 +1,7 @@
 """The timing method of the example harness's supervisor (eval.py): the seeds of generated inputs, the warm-up, the
 no-op calibration and cross-check of docs/authoring.md, "The harness protocol", the stopping rule and the statistics of that section.
 
-Shipped beside eval.py wherever it goes (the task.yml `files` of each bundled problem, runner/harness_choice.py for
+Shipped beside eval.py wherever it goes (the task.yml `files` of each bundled problem, runner/task/harness_choice.py for
 reference-kernels problems) and hidden from the worker. No I/O; `request` is the supervisor's one request to the
 worker (harness_supervisor.Harness.request): fresh inputs, one call, every output checked.
 """

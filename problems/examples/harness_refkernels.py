@@ -1,6 +1,6 @@
 """The reference-kernels adapter of the example harness (eval.py): what a problem in the standard reference-kernels
 shape needs beyond the bundled problems' contract. The runner ships it beside eval.py when our harness judges such
-a problem (runner/harness_choice.py); the bundled problems do not need it, and eval.py works without it.
+a problem (runner/task/harness_choice.py); the bundled problems do not need it, and eval.py works without it.
 
 Preallocated outputs: reference-kernels inputs may carry the output buffer (pmpp_v2 vectoradd gets (A, B, C) and
 returns C). The worker refuses an output that shares storage with an input, so the supervisor finds the input

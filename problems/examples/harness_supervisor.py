@@ -3,7 +3,7 @@ one request (fresh inputs, one worker call, every output checked against the pri
 built from requests. The timing method is harness_measure.py; the process around it (argv, pipes, seed, chain) is
 eval.py.
 
-Shipped beside eval.py wherever it goes (the task.yml `files` of each bundled problem, runner/harness_choice.py for
+Shipped beside eval.py wherever it goes (the task.yml `files` of each bundled problem, runner/task/harness_choice.py for
 reference-kernels problems) and hidden from the worker, like eval.py and reference.py.
 """
 
@@ -285,7 +285,7 @@ def on_cuda(torch, value) -> bool:
 
 
 def load_adapter():
-    """The reference-kernels adapter, when the runner shipped it (runner/harness_choice.py)."""
+    """The reference-kernels adapter, when the runner shipped it (runner/task/harness_choice.py)."""
     try:
         import harness_refkernels
     except ImportError:

@@ -201,7 +201,7 @@ def serve(requests: int, replies: int) -> int:
         from submission import custom_kernel
 
         # Some reference-kernels problems ask for a compile_kernel() that builds the kernel once, untimed, before the
-        # stages (runner/stock_versions.py); it runs here, before the first request.
+        # stages (runner/task/stock_versions.py); it runs here, before the first request.
         compile_kernel = getattr(submission, "compile_kernel", None)
         if callable(compile_kernel):
             compile_kernel()

@@ -8,7 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cuda import find_nvcc
+from runner.stages.cuda import find_nvcc
+
 from . import pytasks
 from .report import CheckResult, failed, passed, skipped
 from .runs import CudaBuild, cuda_task, run, source
@@ -69,7 +70,8 @@ def py_harness_correct(host: HostCapabilities, repeats: int) -> CheckResult:
     where = "on the GPU" if host.gpus else "on the CPU"
     if not outcome.passed:
         return failed("py_harness_correct", f"a correct submission failed {where}: {outcome.error}")
-    timer = outcome.result.runs["leaderboard"].run.result.get("benchmark.0.timer")
+    leaderboard = outcome.result.runs["leaderboard"].run  # ran and passed, as outcome.passed says
+    timer = leaderboard.result.get("benchmark.0.timer") if leaderboard else None
     if timer != ("cuda-event" if host.gpus else "cpu-perf-counter"):
         return failed("py_harness_correct", f"ranked {where}, but recorded timer {timer!r}")
     return passed("py_harness_correct", f"ranked {where} ({timer}), mean {outcome.mean_ns:.0f} ns")

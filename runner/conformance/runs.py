@@ -1,4 +1,4 @@
-"""Running submissions for the conformance checks: through runner.execute (the production path, in the sandbox),
+"""Running submissions for the conformance checks: through runner.stages.execute (the production path, in the sandbox),
 and the bundled CUDA harness built once in a directory for repeated timing runs."""
 
 from __future__ import annotations
@@ -9,16 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from problems import PROBLEMS_ROOT
+from runner.confinement.environment import scrubbed_environment
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.cuda import BINARY_NAME, compile_cuda
+from runner.stages.cuda_supervisor import SUPERVISOR_NAME, compile_supervisor
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.protocol import parse_result_lines
+from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult, Mode, Task
-
-from ..cuda import BINARY_NAME, compile_cuda
-from ..cuda_supervisor import SUPERVISOR_NAME, compile_supervisor
-from ..environment import scrubbed_environment
-from ..execute import execute
-from ..payload import build_payload
-from ..protocol import parse_result_lines
-from ..sandbox import SandboxPolicy
-from ..taskfile import load_problem
 
 SOURCES = Path(__file__).parent / "sources"
 CUDA_PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
@@ -59,7 +58,8 @@ def outcome(result: FullResult) -> Outcome:
         run_result = stage.run
         if run_result is None or not (run_result.success and run_result.passed):
             return Outcome(False, f"{key}: {first_error(run_result.result if run_result else {})}", None, result)
-    last = list(result.runs.values())[-1].run.result if result.runs else {}
+    last_run = list(result.runs.values())[-1].run if result.runs else None  # every stage ran and passed
+    last = last_run.result if last_run else {}
     mean = float(last["benchmark.0.mean"]) if "benchmark.0.mean" in last else None
     return Outcome(True, "", mean, result)
 

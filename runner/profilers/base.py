@@ -1,4 +1,4 @@
-"""What every external capture tool provides to the profile stage (runner/profile_stage.py)."""
+"""What every external capture tool provides to the profile stage (runner/stages/profile_stage.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from schemas.contracts import ProfileOptions
 
 class RunTool(Protocol):
     """Commands and file reads confined like the harness: the capture's files live where the run's processes
-    write (its TMPDIR), which in the full sandbox only they can see (runner/profile_stage.py)."""
+    write (its TMPDIR), which in the full sandbox only they can see (runner/stages/profile_stage.py)."""
 
     def run(self, argv: list[str]) -> tuple[int, str, str]:
         """(exit code, stdout, stderr) of `argv`."""
@@ -40,8 +40,15 @@ class Capture:
 
 
 class CaptureTool(Protocol):
-    name: str  # the ProfileResult's `profiler`
-    version: str  # the version the runner images pin (docs/vendors.md)
+    @property
+    def name(self) -> str:
+        """The ProfileResult's `profiler`."""
+        ...
+
+    @property
+    def version(self) -> str:
+        """The version the runner images pin (docs/vendors.md)."""
+        ...
 
     def capture_argv(self, options: ProfileOptions, out_dir: str) -> list[str]:
         """The prefix that runs the harness under the tool, writing into `out_dir`."""

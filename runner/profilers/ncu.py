@@ -15,7 +15,7 @@ from __future__ import annotations
 import csv
 import io
 
-from runner import toolchain
+from runner.task import toolchain
 from schemas.contracts import ProfileOptions
 
 from .base import Capture, RunTool

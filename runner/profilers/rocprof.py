@@ -12,7 +12,7 @@ import csv
 import io
 import re
 
-from runner import toolchain
+from runner.task import toolchain
 from schemas.contracts import ProfileOptions
 
 from .base import Capture, RunTool

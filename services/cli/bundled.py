@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from runner.competition import parse_deadline
-from runner.taskfile import load_problem
+from runner.task.competition import parse_deadline
+from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 
 __all__ = ["leaderboards_from_competition", "parse_deadline"]  # parse_deadline: the one rule, from runner

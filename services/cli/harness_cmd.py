@@ -1,5 +1,5 @@
 """`kernelbot harness identify FILE...`: whether a problem's eval.py is a known stock reference-kernels harness, which
-our harness may replace (runner/harness_choice.py), and its SHA-256 for review."""
+our harness may replace (runner/task/harness_choice.py), and its SHA-256 for review."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ harness_app = typer.Typer(help="Which harness judges a problem.", no_args_is_hel
 @harness_app.command("identify")
 def identify(paths: Annotated[list[Path], typer.Argument(help="eval.py files to identify")]) -> None:
     """Print each file's SHA-256 and whether it is a known stock harness."""
-    from runner.harness_choice import content_sha256, known_stock_versions, not_ours
+    from runner.task.harness_choice import content_sha256, known_stock_versions, not_ours
 
     for path in paths:
         try:

@@ -25,7 +25,7 @@ from typing import Annotated
 
 import typer
 
-from runner import rocm_devices
+from runner.host import rocm_devices
 
 QUEUE = re.compile(r"[a-z0-9]+-[a-z0-9]+-[0-9]+")
 UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -33,7 +33,7 @@ CPU_PERIOD_US = 100_000  # systemd's default CPUQuotaPeriodSec
 RUNNER_IMAGE = "kernelbot-runner:latest"  # the local tag update-image.sh gives the image of the node's family
 
 Runner = Callable[[list[str]], tuple[int, str]]
-Level = tuple[str, str]  # runner.sandbox.sandbox_level(): ("full" | "limits-only", reason)
+Level = tuple[str, str]  # runner.confinement.sandbox.sandbox_level(): ("full" | "limits-only", reason)
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,7 @@ def host_check(
 ) -> None:
     """Check this GPU host's Buildkite agents: queue tag, unit, running, slice limits, one GPU each, the image, and
     the isolation a runner here gives its runs."""
-    from runner.sandbox import sandbox_level
+    from runner.confinement.sandbox import sandbox_level
 
     level = sandbox_level()
     checks = host_checks(root, run_command, image)

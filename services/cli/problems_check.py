@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.competition import CompetitionFileError, competition_files, load_competition
-from runner.taskfile import TaskFileError, load_problem
-from runner.toolchain import family_for_gpu, load
+from runner.task.competition import CompetitionFileError, competition_files, load_competition
+from runner.task.taskfile import TaskFileError, load_problem
+from runner.task.toolchain import family_for_gpu, load
 from schemas.contracts import SUBMISSION_MARKER
 from services.dispatcher.catalogue import Catalogue
 from services.dispatcher.default_gpus import configured_catalogue

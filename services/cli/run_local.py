@@ -24,11 +24,11 @@ def run_local_command(
     as_json: Annotated[bool, typer.Option("--json", help="print the FullResult as JSON instead of the report")] = False,
 ) -> None:
     """Run a submission against a local problem with the server's harness and print the report."""
-    from runner.execute import execute
-    from runner.payload import build_payload
-    from runner.sandbox import SandboxPolicy
-    from runner.sysinfo import collect_system_info
-    from runner.taskfile import TaskFileError, load_problem
+    from runner.confinement.sandbox import SandboxPolicy
+    from runner.host.sysinfo import collect_system_info
+    from runner.stages.execute import execute
+    from runner.task.payload import build_payload
+    from runner.task.taskfile import TaskFileError, load_problem
     from services.core import reports
 
     if mode not in MODES:

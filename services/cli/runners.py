@@ -70,8 +70,8 @@ def runners(database_url: DatabaseUrl = None,
 def start_up(timing: dict) -> str:
     """`<stage start-up> s (warm|cold)`: from the stage's process start to the harness's first result line, which
     covers the interpreter, imports (torch), the CUDA context and the worker's start. A later stage of a chain
-    (all stages in one harness process, runner/chain.py) shows `(warm, chained)`: its start-up runs from the moment
-    the runner sent it, so it is what the stage costs beyond the first."""
+    (all stages in one harness process, runner/launching/chain.py) shows `(warm, chained)`: its start-up runs from the
+    moment the runner sent it, so it is what the stage costs beyond the first."""
     try:
         seconds = (datetime.fromisoformat(timing["harness_started"])
                    - datetime.fromisoformat(timing["process_started"])).total_seconds()

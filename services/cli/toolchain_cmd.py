@@ -22,7 +22,7 @@ from typing import Annotated
 
 import typer
 
-from runner.toolchain import FAMILIES, Toolchain, distribution, load
+from runner.task.toolchain import FAMILIES, Toolchain, distribution, load
 from services.cli import toolchain_render
 
 toolchain_app = typer.Typer(help="The runner images' toolchain manifests (docs/toolchains.md).", no_args_is_help=True)

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Callable
 from pathlib import Path
 
-from runner.toolchain import FAMILY_ENV, HASH_ENV, IMAGE_REPOSITORY, Toolchain, load
+from runner.task.toolchain import FAMILY_ENV, HASH_ENV, IMAGE_REPOSITORY, Toolchain, load
 
 REPO = Path(__file__).resolve().parents[2]
 # Where the publishing workflow pushes and where update-image.sh pulls from: this project's name on GitHub's registry.
@@ -118,7 +118,7 @@ ENV {env}
 
 COPY schemas /opt/kernelbot/schemas
 COPY runner /opt/kernelbot/runner
-# Our harnesses: the runner puts them in place of a stock reference-kernels eval.py (runner/harness_choice.py).
+# Our harnesses: the runner puts them in place of a stock reference-kernels eval.py (runner/task/harness_choice.py).
 COPY problems /opt/kernelbot/problems
 ENV PYTHONPATH=/opt/kernelbot
 

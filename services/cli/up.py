@@ -134,7 +134,7 @@ def isolation_line(level: str, reason: str, development: bool) -> str | None:
 
 
 def run_up(data_dir: Path, port: int, echo, development: bool = False) -> None:
-    from runner.sandbox import sandbox_level
+    from runner.confinement.sandbox import sandbox_level
     from services.scorer.settings import ScorerSettings
 
     data_dir.mkdir(parents=True, exist_ok=True)

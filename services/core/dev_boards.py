@@ -12,8 +12,8 @@ import secrets
 import uuid
 from datetime import datetime
 
-from runner.competition import DEFAULT_LIFETIME
-from runner.taskfile import LoadedProblem
+from runner.task.competition import DEFAULT_LIFETIME
+from runner.task.taskfile import LoadedProblem
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, SubmissionDeleted
 from services.core.problems import repository as problems_repository

@@ -127,7 +127,7 @@ def throttle_note(evaluation: dict[str, Any]) -> list[Part]:
 
 
 def harness_line(harness: dict[str, Any]) -> str:
-    """Which harness judged the run, as the runner decided it (runner/harness_choice.py); an unprotected one says
+    """Which harness judged the run, as the runner decided it (runner/task/harness_choice.py); an unprotected one says
     so, because its timings and verdicts are only as good as the submission lets them be."""
     version = f"`{harness.get('version', '')}`"
     if harness.get("protected") == "true":

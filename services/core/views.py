@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from runner.harness_choice import protection_of
+from runner.task.harness_choice import protection_of
 from schemas.contracts import Task
 from services.core.noise import Noise
 

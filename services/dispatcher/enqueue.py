@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from runner.payload import build_payload
+from runner.task.payload import build_payload
 from schemas.contracts import ProfileOptions
 from schemas.events import PlannedRun, RunRequested
 from services.dispatcher import repository, seeds

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 from pydantic import ValidationError
 
-from runner.taskfile import compute_task_hash
+from runner.task.taskfile import compute_task_hash
 from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet
 from schemas.contracts import Task
 from schemas.credentials import cli_id_hash

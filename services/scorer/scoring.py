@@ -99,7 +99,7 @@ def verdict_of(result: FullResult, mode: str, ranking_by: str, development: bool
             return RunVerdict(passed=False, reason=failure, timed_out=failure.endswith("timed out"))
         assert evaluation.run is not None  # _stage_failure answers for a stage that did not run
         outputs[stage] = evaluation.run.result
-        # The runner's account of the harness (runner/harness_choice.py) first: under an unprotected harness the
+        # The runner's account of the harness (runner/task/harness_choice.py) first: under an unprotected harness the
         # result channel's claim may be the submission's.
         harness = harness or evaluation.harness.get("version", "") or evaluation.run.result.get("harness-version", "")
     score, means = None, []

@@ -10,8 +10,8 @@ import os
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.payload import build_payload
-from runner.taskfile import load_problem
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from services.dispatcher.backends import github as github_backend
 from services.dispatcher.backends.base import BackendUnavailable, LaunchError
 from services.dispatcher.backends.registry import build_lanes

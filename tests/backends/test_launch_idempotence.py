@@ -16,8 +16,8 @@ import asyncpg
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.payload import build_payload
-from runner.taskfile import load_problem
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from services.dispatcher import repository
 from services.dispatcher.backends import local
 from services.dispatcher.backends.base import PENDING

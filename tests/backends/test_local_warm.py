@@ -7,8 +7,8 @@ import asyncio
 import time
 
 from problems import PROBLEMS_ROOT
-from runner.payload import build_payload
-from runner.taskfile import load_problem
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult
 from services.dispatcher.backends.base import PENDING
 from services.dispatcher.backends.local import LocalBackend

@@ -24,8 +24,8 @@ import pytest
 from typer.testing import CliRunner
 
 from problems import PROBLEMS_ROOT
-from runner.payload import encode_payload
-from runner.taskfile import load_problem
+from runner.task.payload import encode_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import RunPayload
 from services.cli.main import app
 from tests.backends.conftest import BOARD, HANG_BUDGET_S, PREFIXES, gpu
@@ -98,7 +98,7 @@ def test_a_job_runs_the_real_runner_and_its_result_comes_back(world, submitted, 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_profile_comes_back_in_the_same_shape_from_every_backend(world, submitted, backend):
-    """The runner builds the profile (runner/profile_stage.py) and it travels inside the run's result, whatever
+    """The runner builds the profile (runner/stages/profile_stage.py) and it travels inside the run's result, whatever
     carries that result back: each case's zip of details and manifest, and the head of the details in the report."""
     submission_id = submitted[backend, "profile"]
     # it queues behind the `run` and `largest` scenarios on the same GPU, then runs two cases

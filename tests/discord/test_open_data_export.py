@@ -16,7 +16,7 @@ import asyncpg
 import pyarrow.parquet as pq
 
 from problems import PROBLEMS_ROOT
-from runner.taskfile import load_problem
+from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 from services.core.hf_schedule import FILENAME, ExportSchedule
 from services.gateway.settings import GatewaySettings

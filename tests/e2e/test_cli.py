@@ -12,7 +12,7 @@ import httpx
 import yaml
 
 from problems import PROBLEMS_ROOT
-from runner.sandbox import sandbox_level
+from runner.confinement.sandbox import sandbox_level
 from services.kit.embedded import free_port
 from tests.support.platform import Platform
 

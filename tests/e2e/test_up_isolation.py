@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.sandbox import sandbox_level
+from runner.confinement.sandbox import sandbox_level
 from services.cli.up import Stack
 from tests.support.hosts import CANNOT_ISOLATE, can_simulate_a_host_without_isolation
 

@@ -10,7 +10,7 @@ import asyncpg
 import httpx
 import pytest
 
-from runner.payload import PayloadError, decode_payload, fetch_if_reference
+from runner.task.payload import PayloadError, decode_payload, fetch_if_reference
 from schemas.contracts import RunPayload
 from services.dispatcher.backends.base import LaunchError
 from services.dispatcher.backends.carry import GITHUB_INLINE_MAX, PayloadLinks, carried

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from problems import PROBLEMS_ROOT
-from runner.taskfile import load_problem
+from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 from services.core import reports
 from tests.gateway.test_web_pages import FAST, browser, in_thread, page  # noqa: F401 - fixtures

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.competition import CompetitionFileError, load_competition, parse_deadline
+from runner.task.competition import CompetitionFileError, load_competition, parse_deadline
 from schemas.events import LeaderboardCreated, LeaderboardUpdated
 from services.core.problems.sync import Board, ProblemSetNotFound, plan_sync
 

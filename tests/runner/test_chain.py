@@ -1,4 +1,4 @@
-"""The chain extension of the harness protocol (runner/chain.py, docs/authoring.md): the stages of one run
+"""The chain extension of the harness protocol (runner/launching/chain.py, docs/authoring.md): the stages of one run
 in one harness process, each stage's EvalResult as one process per stage gives it.
 
 With tiny chain-speaking scripts (no torch) for the protocol, and with the example harness (problems/examples) on
@@ -14,10 +14,10 @@ import sys
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.execute import execute
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult
 from tests.support.warm import warm_runner
 

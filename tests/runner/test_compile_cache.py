@@ -1,5 +1,5 @@
-"""A CUDA submission is compiled once per host for all its runs (runner/compile_cache.py): its secret run executes
-the binary its public run compiled; other code, or other flags, compile anew. nvcc compiles here without a GPU
+"""A CUDA submission is compiled once per host for all its runs (runner/stages/compile_cache.py): its secret run
+executes the binary its public run compiled; other code, or other flags, compile anew. nvcc compiles here without a GPU
 (the stages themselves then end at the harness's first CUDA call)."""
 
 from __future__ import annotations
@@ -7,12 +7,13 @@ from __future__ import annotations
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner import execute as execute_module
-from runner.compile_cache import CompileCache
-from runner.cuda import find_nvcc
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy, isolation_available
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy, isolation_available
+from runner.stages import prepare as prepare_module
+from runner.stages.compile_cache import CompileCache
+from runner.stages.cuda import find_nvcc
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 
 PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
 pytestmark = [pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed"),
@@ -20,17 +21,17 @@ pytestmark = [pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not instal
 
 
 def test_the_secret_run_executes_the_binary_the_public_run_compiled(monkeypatch, tmp_path):
-    monkeypatch.setattr(execute_module, "CompileCache", lambda: CompileCache(tmp_path / "cache"))
+    monkeypatch.setattr(prepare_module, "CompileCache", lambda: CompileCache(tmp_path / "cache"))
     compiles = []
-    real = execute_module.compile_cuda
-    monkeypatch.setattr(execute_module, "compile_cuda", lambda *a, **k: compiles.append(1) or real(*a, **k))
+    real = prepare_module.compile_cuda
+    monkeypatch.setattr(prepare_module, "compile_cuda", lambda *a, **k: compiles.append(1) or real(*a, **k))
     task = load_problem(PROBLEM).task
     code = (PROBLEM / "submission.cu").read_text()
 
     def run(source: str, mode: str, seed: int | None):
         payload = build_payload(task, source, run_id=f"cache-{mode}", gpu="cpu", mode=mode, secret=seed is not None,
                                 seed=seed, arch="80")
-        result = execute_module.execute(payload, sandbox=SandboxPolicy())
+        result = execute(payload, sandbox=SandboxPolicy())
         assert result.success, result.error
         return next(iter(result.runs.values()))
 

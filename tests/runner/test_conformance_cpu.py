@@ -48,7 +48,7 @@ def test_the_cuda_sources_of_the_gpu_checks_compile(tmp_path):
     import pytest
 
     from problems import PROBLEMS_ROOT
-    from runner.cuda import find_nvcc
+    from runner.stages.cuda import find_nvcc
 
     nvcc = find_nvcc()
     if nvcc is None:
@@ -75,9 +75,9 @@ def test_the_timing_noise_build_compiles_worker_supervisor_and_graph_truth(tmp_p
     import pytest
 
     from runner.conformance.runs import TRUTH_BINARY, CudaBuild
-    from runner.cuda import find_nvcc
-    from runner.cuda_supervisor import SUPERVISOR_NAME
-    from runner.taskfile import load_problem
+    from runner.stages.cuda import find_nvcc
+    from runner.stages.cuda_supervisor import SUPERVISOR_NAME
+    from runner.task.taskfile import load_problem
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not installed")

@@ -18,12 +18,12 @@ import pytest
 
 import runner
 from problems import PROBLEMS_ROOT
-from runner.cuda import BINARY_NAME, compile_cuda, find_nvcc
-from runner.environment import scrubbed_environment
-from runner.execute import execute
-from runner.payload import build_payload
-from runner.protocol import judge_stage
-from runner.taskfile import load_problem
+from runner.confinement.environment import scrubbed_environment
+from runner.stages.cuda import BINARY_NAME, compile_cuda, find_nvcc
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.protocol import judge_stage
+from runner.task.taskfile import load_problem
 from services.scorer.scoring import verdict_of
 
 PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"

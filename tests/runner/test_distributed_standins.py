@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from runner.execute import execute, popcorn_gpus
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.execute import execute
+from runner.stages.prepare import popcorn_gpus
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import SystemInfo
 from tests.support.warm import warm_runner
 

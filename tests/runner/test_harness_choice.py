@@ -1,4 +1,4 @@
-"""Which harness judges a run (runner/harness_choice.py), how a problem or a competition asks for ours, and how the
+"""Which harness judges a run (runner/task/harness_choice.py), how a problem or a competition asks for ours, and how the
 report and the score show it. The runs themselves are in tests/exploits/test_refkernels_harness.py."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ import pytest
 import yaml
 
 from problems import PROBLEMS_ROOT
-from runner import harness_choice
-from runner.competition import CompetitionFileError, load_competition
-from runner.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
-from runner.payload import build_payload
-from runner.taskfile import TaskFileError, load_problem
+from runner.task import harness_choice
+from runner.task.competition import CompetitionFileError, load_competition
+from runner.task.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
+from runner.task.payload import build_payload
+from runner.task.taskfile import TaskFileError, load_problem
 from services.core.longreport import long_report
 from services.core.problems.sync import plan_sync
 from services.core.reports import render_text

@@ -3,8 +3,8 @@ the run's own level, so a policy that turns isolation off is reported as such ev
 
 from __future__ import annotations
 
-from runner.execute import execute
-from runner.sandbox import SandboxPolicy, sandbox_level
+from runner.confinement.sandbox import SandboxPolicy, sandbox_level
+from runner.stages.execute import execute
 from tests.runner.test_runner_execute import PASSING_HARNESS
 
 

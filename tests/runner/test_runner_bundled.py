@@ -19,9 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from problems import bundled_problem_dirs
-from runner.execute import execute
-from runner.payload import build_payload
-from runner.taskfile import load_problem, render_case_line
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem, render_case_line
 from schemas.contracts import FullResult
 
 PROBLEMS = {directory.name: directory for directory in bundled_problem_dirs()

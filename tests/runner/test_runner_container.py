@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from schemas.contracts import FullResult
 from schemas.streams import EVENTS, RUNNER_REPORTS
 from services.kit.bus import declare_streams, make_broker
@@ -134,7 +134,8 @@ def test_the_runner_image_holds_everything_its_entry_point_imports(tmp_path):
     assert 'ENTRYPOINT ["python", "-m", "runner.container"]' in dockerfile
     # No site processing: the editable install's .pth would put the whole checkout back on the path.
     probe = (f"import sys; sys.path[:0] = [{str(tmp_path)!r}]; sys.path.append({sysconfig.get_paths()['purelib']!r}); "
-             "import runner.container, runner.sandbox, runner.execute; print(runner.container.__file__)")
+             "import runner.container, runner.confinement.sandbox, runner.stages.execute; "
+             "print(runner.container.__file__)")
     done = subprocess.run([sys.executable, "-S", "-c", probe], cwd=tmp_path, capture_output=True, text=True, check=False,
                           env={"PATH": os.environ["PATH"]})
     assert done.stdout.strip() == str(tmp_path / "runner" / "container.py"), done.stderr

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-import runner.cuda
+import runner.stages.cuda
 from runner.__main__ import main as runner_main
-from runner.cuda import find_nvcc
-from runner.execute import execute
-from runner.payload import encode_payload
+from runner.stages.cuda import find_nvcc
+from runner.stages.execute import execute
+from runner.task.payload import encode_payload
 
 PASSING_HARNESS = """
 import os, sys
@@ -231,7 +231,7 @@ def test_cuda_host_program_compiles_and_runs_without_its_sources(tiny_payload):
 
 
 def test_missing_nvcc_is_reported(tiny_payload, monkeypatch):
-    monkeypatch.setattr(runner.cuda, "find_nvcc", lambda: None)
+    monkeypatch.setattr(runner.stages.cuda, "find_nvcc", lambda: None)
     stage = execute(cu_payload(tiny_payload, "int answer() { return 42; }\n")).runs["test"]
     assert stage.compilation.nvcc_found is False and not stage.compilation.success and stage.run is None
 
@@ -254,7 +254,7 @@ def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_pa
     result_file = tmp_path / "result.json"
     env = {**os.environ, "SUBMISSION_PAYLOAD": encode_payload(tiny_payload(harness, seed=77)),
            "TMPDIR": str(own_tmpdir)}
-    repo_root = Path(runner.cuda.__file__).resolve().parents[1]
+    repo_root = Path(runner.__file__).resolve().parents[1]
     subprocess.run([sys.executable, "-m", "runner", "--result", str(result_file)], cwd=repo_root, env=env,
                    check=True, timeout=60)
     run = json.loads(result_file.read_text())["runs"]["test"]["run"]

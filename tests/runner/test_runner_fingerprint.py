@@ -1,7 +1,7 @@
 """The hardware fingerprint on every result and the telemetry around timed stages (docs/authoring.md).
 
 No GPU exists here: the GPU branch runs against a fake `pynvml` module (the Python seam of nvidia-ml-py) holding a
-small NVML of two GPUs; the CPU branch runs for real, through runner.execute and its subprocesses.
+small NVML of two GPUs; the CPU branch runs for real, through runner.stages.execute and its subprocesses.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runner import nvml, sysinfo
-from runner.execute import execute
+from runner.host import nvml, sysinfo
+from runner.stages.execute import execute
 from services.core.reports import report
 from tests.support.fakes.host import FakeHost
 

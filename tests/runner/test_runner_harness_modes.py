@@ -1,4 +1,4 @@
-"""The example harness's profile mode and multi-rank (`world_size`) cases, through runner.execute in the sandbox.
+"""The example harness's profile mode and multi-rank (`world_size`) cases, through runner.stages.execute in the sandbox.
 
 Multi-GPU problems run one worker per rank with torch.distributed; on this CPU host the ranks talk over gloo on the
 loopback of the runner's network namespace. On a GPU host the same code takes NCCL (not exercised here).
@@ -18,11 +18,11 @@ import pytest
 import yaml
 
 from problems import PROBLEMS_ROOT
-from runner.execute import execute
-from runner.payload import build_payload
-from runner.profiling import decode_report
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.profiling import decode_report
+from runner.task.taskfile import load_problem
 
 ALL_REDUCE_REFERENCE = '''
 import torch

@@ -7,8 +7,8 @@ import zlib
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.payload import PayloadError, build_payload, decode_payload, encode_payload
-from runner.taskfile import load_problem
+from runner.task.payload import PayloadError, build_payload, decode_payload, encode_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import SUBMISSION_MARKER, CuConfig, Task
 
 

@@ -10,10 +10,10 @@ import sys
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.environment import scrubbed_environment
-from runner.execute import plan_stages
-from runner.protocol import TAMPERING_ERROR, judge_stage, parse_result_lines, parse_sample_lines, truncate_output
-from runner.sysinfo import collect_system_info, cpu_model
+from runner.confinement.environment import scrubbed_environment
+from runner.host.sysinfo import collect_system_info, cpu_model
+from runner.stages.stage import plan_stages
+from runner.task.protocol import TAMPERING_ERROR, judge_stage, parse_result_lines, parse_sample_lines, truncate_output
 from schemas.contracts import RunPayload
 
 

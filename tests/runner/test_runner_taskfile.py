@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from problems import PROBLEMS_ROOT, bundled_problem_dirs, competition_files
-from runner.taskfile import TaskFileError, compute_task_hash, load_problem, render_case_file, render_case_line
+from runner.task.taskfile import TaskFileError, compute_task_hash, load_problem, render_case_file, render_case_line
 from schemas.contracts import SUBMISSION_MARKER, CuConfig
 
 VALID_TASK = {

@@ -1,4 +1,4 @@
-"""The reference-kernels eval.py versions our harness takes over (runner/stock_versions.py, docs/authoring.md).
+"""The reference-kernels eval.py versions our harness takes over (runner/task/stock_versions.py, docs/authoring.md).
 
 The tables are checked against the real upstream files where a clone of gpu-mode/reference-kernels is at hand
 (REFERENCE_KERNELS_GIT, a git directory; skipped without one, never committed here): every version of every
@@ -21,12 +21,12 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.execute import execute
-from runner.harness_choice import STOCK_EVAL_PY, choose_harness, known_stock_versions, protection_of
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy
-from runner.stock_versions import NOT_REPRODUCED, STOCK_VERSIONS
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.execute import execute
+from runner.task.harness_choice import STOCK_EVAL_PY, choose_harness, known_stock_versions, protection_of
+from runner.task.payload import build_payload
+from runner.task.stock_versions import NOT_REPRODUCED, STOCK_VERSIONS
+from runner.task.taskfile import load_problem
 from services.scorer.scoring import verdict_of
 
 MIRROR = Path(os.environ.get("REFERENCE_KERNELS_GIT", "/work/.mirror/gpu-mode+reference-kernels/repo"))

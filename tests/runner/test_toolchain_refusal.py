@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runner.toolchain import load
+from runner.task.toolchain import load
 
 REPO = Path(__file__).resolve().parents[2]
 

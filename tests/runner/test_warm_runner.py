@@ -1,4 +1,4 @@
-"""The warm runner (runner/warm.py): runs forked from one long-lived server holding torch, through runner.execute
+"""The warm runner (runner/warm.py): runs forked from one long-lived server holding torch, through runner.stages.execute
 with the local runner's sandbox, exactly as the local backend runs them.
 
 What one submission does to its process (modules, torch, builtins, environment, signals, umask, rlimits, files
@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.execute import execute
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
-from runner.warm_client import WarmLauncher
+from runner.confinement.sandbox import SandboxPolicy
+from runner.launching.warm_client import WarmLauncher
+from runner.stages.execute import execute
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult, RunPayload
 from tests.support.warm import warm_runner
 
@@ -166,7 +166,7 @@ def test_runs_are_forked_from_the_server_not_started_cold(warm):
     launcher, server = warm
     # Inside the run's PID namespace the server has no pid; what it imported before the fork tells it apart.
     code = ("import sys\ndef custom_kernel(data):\n"
-            "    print('forked', 'runner.warm_child' in sys.modules, flush=True)\n    return data.clone()\n")
+            "    print('forked', 'runner.launching.warm_child' in sys.modules, flush=True)\n    return data.clone()\n")
     stage = run(code, launcher).runs["test"].run
     assert stage.passed, stage.stderr
     assert "forked True" in stage.stdout and server.poll() is None, stage.stdout
@@ -260,12 +260,12 @@ def _running(pid: int) -> bool:
 
 
 def test_a_forked_runner_runs_in_the_sandbox_the_server_built_ahead_and_nothing_of_it_is_left(warm, tmp_path):
-    """Between runs the server starts the next run's bubblewrap sandbox (runner/sandbox.py prebuild), in the runs'
-    directory of the last runner it forked; the next runner forked adopts it, so no run waits for bwrap."""
+    """Between runs the server starts the next run's bubblewrap sandbox (runner/confinement/sandbox.py prebuild), in the
+    runs' directory of the last runner it forked; the next runner forked adopts it, so no run waits for bwrap."""
     import glob
     import time
 
-    from runner.warm_client import fork_runner
+    from runner.launching.warm_client import fork_runner
 
     launcher, server = warm
     runs = tmp_path / "runs"

@@ -10,10 +10,10 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner import execute as execute_module
-from runner.payload import build_payload
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages import execute as execute_module
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from tests.exploits import test_exploits as exploits
 from tests.exploits.test_exploits import test_exploit_never_reaches_the_board  # noqa: F401 - run here again
 from tests.sandbox import test_sandbox as sandbox
@@ -37,7 +37,7 @@ def warm():
 
 @pytest.fixture(autouse=True)
 def forked_sandbox_runs(warm, monkeypatch):
-    """The sandbox tests call runner.execute through their module's name: give it the warm runner."""
+    """The sandbox tests call runner.stages.execute through their module's name: give it the warm runner."""
     monkeypatch.setattr(sandbox, "execute", functools.partial(execute_module.execute, warm=warm))
 
 

@@ -1,4 +1,4 @@
-"""The local runner's sandbox (docs/security.md), one hostile submission per limit, through runner.execute.
+"""The local runner's sandbox (docs/security.md), one hostile submission per limit, through runner.stages.execute.
 
 Each submission is imported and called by a tiny harness (no torch) that reports what happened on the result pipe.
 Each test fails when its limit is removed: the submission then succeeds at what it tries. Where a control run
@@ -18,10 +18,10 @@ from urllib.parse import urlparse
 
 import pytest
 
-import runner.bwrap
-from runner.execute import execute
-from runner.run_uids import tasks_of_uid
-from runner.sandbox import Limits, RunSandbox, SandboxPolicy, sandbox_level
+import runner.confinement.bwrap
+from runner.confinement.run_uids import tasks_of_uid
+from runner.confinement.sandbox import Limits, RunSandbox, SandboxPolicy, sandbox_level
+from runner.stages.execute import execute
 from schemas.contracts import RunPayload
 
 HARNESS = """
@@ -216,7 +216,7 @@ def test_unprivileged_fallback_counts_the_users_tasks_into_the_process_limit():
 
 
 def test_where_bubblewrap_cannot_run_the_run_falls_back_to_limits_only_and_says_so(monkeypatch):
-    monkeypatch.setattr(runner.bwrap, "bwrap_binary", lambda: None)
+    monkeypatch.setattr(runner.confinement.bwrap, "bwrap_binary", lambda: None)
     sandbox_level.cache_clear()
     try:
         level, reason = sandbox_level()
@@ -234,8 +234,8 @@ def test_where_bubblewrap_cannot_run_the_run_falls_back_to_limits_only_and_says_
 
 
 def test_a_sandbox_that_bwrap_refuses_at_run_time_leaves_the_run_limits_only(monkeypatch):
-    build = runner.bwrap.bwrap_arguments
-    monkeypatch.setattr(runner.bwrap, "bwrap_arguments", lambda *args: ["--no-such-option", *build(*args)])
+    build = runner.confinement.bwrap.bwrap_arguments
+    monkeypatch.setattr(runner.confinement.bwrap, "bwrap_arguments", lambda *args: ["--no-such-option", *build(*args)])
     payload = RunPayload(run_id="refused", gpu="cpu", lang="py", mode="test", main="harness.py",
                          sources={"harness.py": HARNESS, "submission.py": "def custom_kernel(d):\n    return 1\n"},
                          tests=[{"size": 1}], test_timeout=30)
@@ -248,8 +248,8 @@ def test_a_sandbox_that_bwrap_refuses_at_run_time_leaves_the_run_limits_only(mon
 def test_an_interpreter_under_tmp_stays_visible_over_the_sandboxs_own_tmp(monkeypatch, tmp_path):
     """bwrap mounts in the order it is told: the interpreter's environment must come after the fresh /tmp, or a
     virtual environment under /tmp (a CI checkout) is hidden and no process of the run can start."""
-    monkeypatch.setattr(runner.bwrap, "readable_paths", lambda: ["/tmp/checkout/.venv"])
-    args = runner.bwrap.bwrap_arguments(tmp_path / "kernelbot-run-x", None, [], 61000)
+    monkeypatch.setattr(runner.confinement.bwrap, "readable_paths", lambda: ["/tmp/checkout/.venv"])
+    args = runner.confinement.bwrap.bwrap_arguments(tmp_path / "kernelbot-run-x", None, [], 61000)
     pairs = list(zip(args, args[1:]))
     covered_at = pairs.index(("--tmpfs", "/tmp"))
     bound_at = pairs.index(("--ro-bind", "/tmp/checkout/.venv"))

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from schemas.contracts import RunPayload
 from tests.support.fakes.host import REPO, FakeHost
 

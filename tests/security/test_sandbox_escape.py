@@ -1,5 +1,6 @@
 """Hostile submissions against the run sandbox, through the real runner: `python -m runner` started as a process,
-its harness and user code confined the way a host confines them (runner/sandbox.py, runner/bwrap.py).
+its harness and user code confined the way a host confines them (runner/confinement/sandbox.py,
+runner/confinement/bwrap.py).
 
 Each attack runs under every runner identity this host can give: root (the per-run uid), an ordinary user (the
 case of `kernelbot up` without root: the test creates `kbuser` and runs the runner as it), and root with the warm
@@ -27,9 +28,9 @@ from pathlib import Path
 import pytest
 
 import runner
-from runner.execute import execute
-from runner.sandbox import Limits, SandboxPolicy, closed_ancestors, interpreter_paths
-from runner.warm_client import start_warm_runner
+from runner.confinement.sandbox import Limits, SandboxPolicy, closed_ancestors, interpreter_paths
+from runner.launching.warm_client import start_warm_runner
+from runner.stages.execute import execute
 from schemas.contracts import FullResult, RunPayload
 from tests.sandbox.test_sandbox import connect_submission
 from tests.support.hosts import ORDINARY_USER, ordinary_user

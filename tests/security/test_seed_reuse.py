@@ -22,9 +22,9 @@ from pathlib import Path
 
 import asyncpg
 
-from runner.execute import execute
-from runner.sandbox import SandboxPolicy
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import SandboxPolicy
+from runner.stages.execute import execute
+from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult, RunPayload
 from schemas.events import LeaderboardCreated, PlannedRun, SubmissionAccepted, SubmissionReceived
 from services.dispatcher.handlers import kit as dispatcher_kit

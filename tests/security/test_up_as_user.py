@@ -9,8 +9,8 @@ the addresses the test knows (NATS's TCP port, Postgres's unix socket), queries 
 writes a marker file to places outside its run that the test checks on the host; it prints what it achieved and
 then answers correctly, so the run completes and its stdout comes back in the report.
 
-With the run sandbox (runner/bwrap.py, an unprivileged user namespace as an ordinary user) the attack finds nothing.
-The second test is the control: the same `kernelbot up` where no user namespace can be made
+With the run sandbox (runner/confinement/bwrap.py, an unprivileged user namespace as an ordinary user) the attack finds
+nothing. The second test is the control: the same `kernelbot up` where no user namespace can be made
 (tests/support/no_user_namespaces.py), so runs are confined by limits only, and the same probe sees and reaches
 everything. It proves the probe works, so the first test cannot pass for want of looking.
 """
@@ -35,7 +35,7 @@ import pytest
 
 import runner
 from problems import PROBLEMS_ROOT
-from runner.sandbox import closed_ancestors, interpreter_paths, sandbox_level
+from runner.confinement.sandbox import closed_ancestors, interpreter_paths, sandbox_level
 from services.kit.embedded import free_port
 from tests.support.events import archived
 from tests.support.hosts import ORDINARY_USER, ordinary_user
@@ -133,7 +133,7 @@ class Up:
         if not sandbox:
             command = [sys.executable, str(NO_USER_NAMESPACES), *command]
         # The interpreter sits under a closed /root: reveal it, as the runner does for its own uids, then drop to
-        # kbuser (runner/confine.py); nothing else of /root is visible.
+        # kbuser (runner/confinement/confine.py); nothing else of /root is visible.
         spec = {"reveal": closed_ancestors(interpreter_paths()), "uid": self.account.pw_uid,
                 "gid": self.account.pw_gid}
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(REPO), "HOME": str(self.home),

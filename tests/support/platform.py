@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 
 from problems import PROBLEMS_ROOT
-from runner.sandbox import sandbox_level
-from runner.taskfile import load_problem
+from runner.confinement.sandbox import sandbox_level
+from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 from services.cli.bundled import leaderboards_from_competition, parse_deadline
 from services.kit.bus import publish_all

@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from runner.warm_client import WarmLauncher
+from runner.launching.warm_client import WarmLauncher
 
 
 def wait_ready(path: Path, server: subprocess.Popen, timeout: float = 120) -> None:

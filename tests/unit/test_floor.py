@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.taskfile import TaskFileError, load_problem
+from runner.task.taskfile import TaskFileError, load_problem
 from schemas.contracts import RooflineCase
 from schemas.events import PlannedRun
 from services.core import gpu_peaks

@@ -7,7 +7,7 @@ import hmac
 
 import pytest
 
-from runner.payload import build_payload
+from runner.task.payload import build_payload
 from schemas.contracts import SUBMISSION_MARKER, PyConfig, Task
 from services.dispatcher import planning
 from services.dispatcher.seeds import KEY_BYTES, new_seed_key, run_seed

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.toolchain import FAMILIES, load, parse
+from runner.task.toolchain import FAMILIES, load, parse
 from services.cli.toolchain_cmd import PYPI, check_pins, check_sources, reachable
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.toolchain import FAMILIES, HASH_ENV, ToolchainError, family_for_gpu, load, parse, refusal
+from runner.task.toolchain import FAMILIES, HASH_ENV, ToolchainError, family_for_gpu, load, parse, refusal
 from services.cli import toolchain_render
 from services.cli.toolchain_render import published_image, render
 from services.dispatcher.backends.registry import expected_toolchain

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from tests.support.fakes.host import REPO, FakeHost
 from tests.vendors.test_host_check import lines
 from tests.vendors.test_pipeline import tiny_payload

@@ -121,7 +121,7 @@ def test_a_runner_identity_file_must_be_private_and_well_named(host):
 
 
 def test_the_isolation_this_host_gives_is_reported_on_one_line_and_in_the_json(host):
-    from runner.sandbox import sandbox_level
+    from runner.confinement.sandbox import sandbox_level
 
     level, reason = sandbox_level()  # this process is the user host-check runs as
     done = check(host)

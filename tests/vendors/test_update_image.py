@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from runner.toolchain import load
+from runner.task.toolchain import load
 from services.cli.toolchain_render import published_image
 from tests.support.fakes.host import REPO, FakeHost
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner.toolchain import load
+from runner.task.toolchain import load
 from services.cli.toolchain_render import published_image
 from services.dispatcher.catalogue import build_catalogue
 from tests.support.fakes.host import REPO, FakeHost

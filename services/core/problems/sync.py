@@ -14,15 +14,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from runner.competition import (
+from runner.task.competition import (
     CompetitionEntry,
     CompetitionFileError,
     competition_files,
     load_competition,
     parse_deadline,
 )
-from runner.harness_choice import harness_field_applies, protection_of
-from runner.taskfile import TASK_FILE_NAME, LoadedProblem, TaskFileError, load_problem
+from runner.task.harness_choice import harness_field_applies, protection_of
+from runner.task.taskfile import TASK_FILE_NAME, LoadedProblem, TaskFileError, load_problem
 from schemas.contracts import Task
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardUpdated
@@ -64,7 +64,7 @@ class SyncPlan:
     errors: list[dict[str, str]] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     # Per board this sync created, updated or found unchanged: whether its runs get a protected harness, and why
-    # (runner/harness_choice.py `protection_of`), so that an organiser sees it before the first submission.
+    # (runner/task/harness_choice.py `protection_of`), so that an organiser sees it before the first submission.
     harness: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def report(self) -> dict[str, Any]:

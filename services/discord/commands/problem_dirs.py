@@ -8,7 +8,7 @@ from pathlib import Path
 import discord
 
 from problems import PROBLEMS_ROOT
-from runner.taskfile import LoadedProblem, TaskFileError, load_problem
+from runner.task.taskfile import LoadedProblem, TaskFileError, load_problem
 from services.discord.commands.common import MAX_CHOICES, reply
 
 SEARCH_DEPTH = 3  # problem directories sit at most this deep under the root (examples/<name>, <set>/<name>)

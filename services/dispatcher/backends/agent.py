@@ -21,7 +21,7 @@ from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from schemas.contracts import RunPayload
 from schemas.streams import RUNNER_JOBS, runner_job_consumer, runner_job_subject
 from services.dispatcher import repository

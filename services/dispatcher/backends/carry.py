@@ -3,7 +3,7 @@ fits, else by reference, as a single-use link on the gateway that the runner fet
 
 GitHub caps a `workflow_dispatch`'s inputs at 65,535 characters together; Linux caps one environment string (a
 Buildkite build's SUBMISSION_PAYLOAD) at 128 KiB. A ~1 MB submission of incompressible text fits neither. The
-runner side: runner.payload.fetch_if_reference (GitHub's workflow), deploy/buildkite/run-job.sh (Buildkite, which
+runner side: runner.task.payload.fetch_if_reference (GitHub's workflow), deploy/buildkite/run-job.sh (Buildkite, which
 fetches on the host because the runner container has no network). Modal's client uploads large arguments itself
 and Slurm passes a file on shared storage, so those two always carry the payload whole.
 """
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import asyncpg
 
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from schemas.contracts import RunPayload
 from services.dispatcher import payload_repository
 from services.dispatcher.backends.base import LaunchError

@@ -25,7 +25,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from runner.warm_client import WarmUnavailable, fork_runner
+from runner.launching.warm_client import WarmUnavailable, fork_runner
 from schemas.contracts import FullResult, RunPayload
 from services.dispatcher.backends.base import PENDING, JobLost, LaunchError, Outcome
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runner.toolchain import family_for_gpu
-from runner.toolchain import load as load_toolchain
+from runner.task.toolchain import family_for_gpu
+from runner.task.toolchain import load as load_toolchain
 from services.dispatcher.backends.agent import AgentBackend, AgentJobs
 from services.dispatcher.backends.base import Backend
 from services.dispatcher.backends.carry import PayloadLinks
@@ -57,7 +57,7 @@ def _backend(gpu: str, entry: GpuEntry, catalogue: Catalogue, settings: Dispatch
 
 
 def expected_toolchain(gpu: str, entry: GpuEntry) -> str | None:
-    """The image a GPU's runs need (runner/toolchain.py): by its vendor family, none for local and null GPUs."""
+    """The image a GPU's runs need (runner/task/toolchain.py): by its vendor family, none for local and null GPUs."""
     family = family_for_gpu(gpu, entry.backend, entry.target, entry.queues)
     return None if family is None else load_toolchain(family).expected()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from schemas.contracts import RunPayload
 from services.dispatcher.backends import http
 from services.dispatcher.backends.base import PENDING, BackendUnavailable, JobLost, LaunchError, Outcome

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, HTTPException, UploadFile
 from pydantic import BaseModel
 
 from problems import PROBLEMS_ROOT
-from runner.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
+from runner.task.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner.payload import decode_payload
+from runner.task.payload import decode_payload
 from schemas.contracts import RunPayload
 from services.dispatcher.backends.null import null_result
 

@@ -17,7 +17,7 @@ import os
 import httpx
 import modal.exception as modal_errors
 
-from runner.payload import encode_payload
+from runner.task.payload import encode_payload
 from schemas.contracts import RunPayload
 from tests.support.fakes.http import FakeServer, Reply, Request
 from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, behaviour_of

@@ -9,7 +9,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from runner.payload import decode_payload, encode_payload
+from runner.task.payload import decode_payload, encode_payload
 from tests.support.fakes.http import FakeServer, Reply, Request
 from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, behaviour_of
 

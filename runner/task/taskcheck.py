@@ -1,5 +1,5 @@
 """Field validators for task.yml (docs/authoring.md). Each raises FieldError(field, problem);
-runner.taskfile turns that into a TaskFileError naming the file."""
+runner.task.taskfile turns that into a TaskFileError naming the file."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ def process_started_iso(pid: int | None = None) -> str:
 def stage_timing(outcome) -> dict[str, str]:
     """The phases of one harness process: started, first and last result line, ended; and `start`: `warm` when it
     was forked from a warm runner, `cold` when started as a new interpreter. A later stage of a chain
-    (runner/chain.py) runs in the process of the first: its `process_started` is when the runner sent it, its
+    (runner/launching/chain.py) runs in the process of the first: its `process_started` is when the runner sent it, its
     `process_ended` when the harness answered for it, and it is marked `chained: true`."""
     stamps = {"process_started": outcome.started_at, "harness_started": outcome.result.first_at,
               "harness_finished": outcome.result.last_at, "process_ended": outcome.started_at + outcome.duration}

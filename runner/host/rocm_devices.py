@@ -6,7 +6,7 @@
 GPU's own render node `/dev/dri/renderD<N>`, found from the GPU's PCI address in sysfs: ROCm only opens the GPUs
 whose render node it can open, so passing one render node is what isolates one GPU.
 
-Standard library only: deploy/buildkite/setup-agent.sh runs `python3 -m runner.rocm_devices render-node N` on the
+Standard library only: deploy/buildkite/setup-agent.sh runs `python3 -m runner.host.rocm_devices render-node N` on the
 vendor's host, from the checkout, and setup-agents.sh `... count`.
 """
 
@@ -136,7 +136,7 @@ def render_node_of(index: int, root: Path = Path("/"), run: Run = run_tool) -> t
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m runner.rocm_devices")
+    parser = argparse.ArgumentParser(prog="python -m runner.host.rocm_devices")
     parser.add_argument("command", choices=["render-node", "count"])
     parser.add_argument("index", type=int, nargs="?", default=0)
     parser.add_argument("--root", type=Path, default=Path("/"), help="read sysfs below this directory (tests)")

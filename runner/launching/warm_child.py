@@ -1,14 +1,15 @@
 """The child side of the warm runner (runner/warm.py): turn a fresh fork of the fork server into the process a cold
 start would have given, then run the program. Never returns.
 
-Order, as runner/confine.py for a cold start: a new session; only the run's descriptors (stdin from /dev/null,
-stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for a
-harness that takes it so, or read here only for a program about to be exec'd (runner/warm_client.py); the limits,
-then either the run's bubblewrap sandbox (confine.join: the fork's own child runs the program inside, the fork
-waits outside and mirrors its end) or the network namespace, the mount masks, the uid and no-new-privileges; the run directory, the environment, a re-seeded `random`; and fresh standard streams. A Python
-script then runs as `__main__` with its usual argv and `sys.path[0]` (runpy), and the process exits the way the
-interpreter would (atexit handlers, non-daemon threads joined, streams flushed; only the finalizers torch left
-at its import in the server are skipped, see runner/warm.py). Anything else is exec'd.
+Order, as runner/confinement/confine.py for a cold start: a new session; only the run's descriptors (stdin from
+/dev/null, stdout/stderr and the result pipes at the numbers the runner named); the seed, either as its unread pipe for
+a harness that takes it so, or read here only for a program about to be exec'd (runner/launching/warm_client.py); the
+limits, then either the run's bubblewrap sandbox (confine.join: the fork's own child runs the program inside, the fork
+waits outside and mirrors its end) or the network namespace, the mount masks, the uid and no-new-privileges; the run
+directory, the environment, a re-seeded `random`; and fresh standard streams. A Python script then runs as `__main__`
+with its usual argv and `sys.path[0]` (runpy), and the process exits the way the interpreter would (atexit handlers,
+non-daemon threads joined, streams flushed; only the finalizers torch left at its import in the server are skipped,
+see runner/warm.py). Anything else is exec'd.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import io
 import json
 import os
 import sys
+from collections.abc import Callable
+from typing import Any
 
-from runner import confine
+from runner.confinement import confine
 
 HIGH_FD = 512  # received descriptors are parked above any number the runner may name as a target
 EXIT_CHILD_FAILED = 125
@@ -74,11 +77,13 @@ def _read_secret_environment(request: dict, fds: list[int]) -> dict[str, str]:
 def _fresh_streams(env: dict[str, str]) -> None:
     """Standard streams as a fresh interpreter opens them on these descriptors (nothing buffered from the server)."""
     unbuffered = bool(env.get("PYTHONUNBUFFERED"))
-    sys.stdin = sys.__stdin__ = io.TextIOWrapper(io.BufferedReader(io.FileIO(0, "r", closefd=False)))
-    sys.stdout = sys.__stdout__ = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), write_through=unbuffered,
-                                                   line_buffering=os.isatty(1))
-    sys.stderr = sys.__stderr__ = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), errors="backslashreplace",
-                                                   line_buffering=True)
+    # sys.__std*__ too, as a new interpreter sets them (typeshed calls them final)
+    sys.stdin = sys.__stdin__ = io.TextIOWrapper(  # type: ignore[misc]
+        io.BufferedReader(io.FileIO(0, "r", closefd=False)))
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(  # type: ignore[misc]
+        io.FileIO(1, "w", closefd=False), write_through=unbuffered, line_buffering=os.isatty(1))
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(  # type: ignore[misc]
+        io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
 
 
 def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
@@ -95,7 +100,7 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     # multiprocessing resolves a relative __main__ path (a spawned worker re-imports it) against the directory its
     # process started in: here the fork server's, where a cold process would have started in the run directory.
     if "multiprocessing.process" in sys.modules:
-        sys.modules["multiprocessing.process"].ORIGINAL_DIR = os.getcwd()
+        sys.modules["multiprocessing.process"].ORIGINAL_DIR = os.getcwd()  # type: ignore[attr-defined]
     code = 0
     try:
         runpy.run_path(script, run_name="__main__")
@@ -105,7 +110,8 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
         traceback.print_exc()
         code = 1
     try:
-        threading._shutdown()  # noqa: SLF001 - the interpreter waits for non-daemon threads at exit
+        # the interpreter waits for non-daemon threads at exit
+        threading._shutdown()  # type: ignore[attr-defined] # noqa: SLF001
         atexit._run_exitfuncs()  # noqa: SLF001
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
@@ -197,16 +203,19 @@ def _default_signal(number: int) -> None:
     try:
         # SIGPIPE and SIGXFSZ stay ignored and SIGINT raises KeyboardInterrupt, as in a fresh interpreter (and
         # as confine.py, a Python program, leaves them to what it execs in a cold start).
-        handler = {signal.SIGPIPE: signal.SIG_IGN, signal.SIGXFSZ: signal.SIG_IGN,
-                   signal.SIGINT: signal.default_int_handler}.get(number, signal.SIG_DFL)
+        kept: dict[int, Any] = {signal.SIGPIPE: signal.SIG_IGN, signal.SIGXFSZ: signal.SIG_IGN,
+                                signal.SIGINT: signal.default_int_handler}
+        handler = kept.get(number, signal.SIG_DFL)
         signal.signal(number, handler)
     except (OSError, ValueError):
         pass
 
 
-def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set[int] | frozenset = frozenset()) -> None:
-    """A runner (`python -m runner ARGS`) in this fork: its own session, stdout/stderr to `log_fd`, its harness
-    processes forked from this same server. Its payload is read only now, so no secret ever reaches the server."""
+def become_runner(run_main: Callable[[list[str]], int], arguments: list[str], log_fd: int, warm_socket: str,
+                  keep: set[int] | frozenset = frozenset()) -> None:
+    """A runner (`python -m runner ARGS`, whose `main` the server passes as `run_main`: the entry point is the
+    server's to know) in this fork: its own session, stdout/stderr to `log_fd`, its harness processes forked from
+    this same server. Its payload is read only now, so no secret ever reaches the server."""
     code = 1
     try:
         os.setsid()
@@ -226,11 +235,10 @@ def become_runner(arguments: list[str], log_fd: int, warm_socket: str, keep: set
         _leave_pid_file(arguments)
         _forget_process_caches()
         # Loaded in the server already (runner/warm.py main); named here, in the forked runner, like its entry point.
-        from runner.__main__ import main
-        from runner.sandbox import discard_offer
+        from runner.confinement.sandbox import discard_offer
 
         try:
-            code = main(["--warm", warm_socket, *arguments])
+            code = run_main(["--warm", warm_socket, *arguments])
         finally:
             discard_offer()  # a sandbox built ahead that this run could not use
     except BaseException:  # noqa: BLE001 - the runner's log says why; the backend sees no result

@@ -15,9 +15,8 @@ import zlib
 
 from pydantic import ValidationError
 
+from runner.task.smoke import with_smoke_defaults
 from schemas.contracts import SUBMISSION_MARKER, CuConfig, Mode, ProfileOptions, PyConfig, RunPayload, Task
-
-from .smoke import with_smoke_defaults
 
 
 class PayloadError(ValueError):

@@ -1,15 +1,15 @@
 """How the processes of one run are started: forked from the warm runner when one serves this runner (fast: Python
-and torch already imported), else cold under runner/confine.py. Either way with the run's confinement."""
+and torch already imported), else cold under runner/confinement/confine.py. Either way with the run's confinement."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
 
-from .chain import ChainStage, run_chain
-from .process import ProcessOutcome, run_process
-from .sandbox import RunSandbox
-from .warm_client import WarmLauncher, WarmUnavailable
+from runner.confinement.sandbox import RunSandbox
+from runner.launching.chain import ChainStage, run_chain
+from runner.launching.process import ProcessOutcome, run_process
+from runner.launching.warm_client import WarmLauncher, WarmUnavailable
 
 # The example harness (problems/examples/eval.py) takes its seed from a pipe named by this variable, read only
 # after its worker was forked; a forked harness given that pipe needs neither POPCORN_SEED nor its re-exec.
@@ -40,7 +40,7 @@ class Starter:
 
     def run_chain(self, argv: list[str], stages: list[ChainStage], *, proceed: Callable[[int, ProcessOutcome], bool],
                   ranks: int = 1, **options) -> list[ProcessOutcome]:
-        """runner/chain.py's run_chain for the run's one harness process: confined for the sum of the stages'
+        """runner/launching/chain.py's run_chain for the run's one harness process: confined for the sum of the stages'
         timeouts (each stage's own timeout is enforced by the chain), forked warm where a warm runner serves."""
         timeout = sum(stage.timeout for stage in stages)
         options = {"cwd": str(self.box.run_dir), "reap": self.box.kill_strays, "proceed": proceed, **options}

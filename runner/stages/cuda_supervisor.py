@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from runner.stages.cuda import compile_cuda
 from schemas.contracts import CompileResult, RunPayload
-
-from .cuda import compile_cuda
 
 SUPERVISOR_NAME = "supervisor.out"
 SUPERVISOR_DEFINE = "KERNELBOT_SUPERVISOR"

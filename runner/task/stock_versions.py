@@ -9,7 +9,7 @@ harness files that task.yml files ship under the name eval.py (`nvidia/eval_bett
   output)` returning (ok, message) or a message, mean/std/err/best/worst in ns, multi-rank through `world_size`). When
   a board asks for `harness: kernelbot`, our harness judges it in place of the stock file.
 * NOT_REPRODUCED: what the version does that our harness does not; such a board keeps its own harness, unprotected,
-  and says why (runner/harness_choice.py, `protection_of`).
+  and says why (runner/task/harness_choice.py, `protection_of`).
 
 A hash in neither table is an unknown file: also unprotected. tests/runner/test_stock_versions.py checks these tables
 against the upstream files where a copy of the repository is at hand.
@@ -310,7 +310,7 @@ NOT_REPRODUCED: dict[str, tuple[str, str]] = {  # sha256 -> (upstream paths, why
 }
 
 # The batch rule of each batched version: (most inputs per timing window, input bytes a batch aims at, or None for
-# always the most). Shipped to our harness as harness_contract.json (runner/harness_choice.py).
+# always the most). Shipped to our harness as harness_contract.json (runner/task/harness_choice.py).
 LINALG_BATCH, BETTER_BENCH_BATCH, GROUPED_GEMM_BATCH = (50, 256 * 1024 * 1024), (50, None), (15, None)
 BATCHED_TIMING: dict[str, tuple[int, int | None]] = {
     **{sha: LINALG_BATCH for sha, (_, note) in STOCK_VERSIONS.items() if note == BATCH_LINALG_NOTE},

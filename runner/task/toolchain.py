@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-MANIFEST_DIR = Path(__file__).resolve().parent / "toolchains"
+MANIFEST_DIR = Path(__file__).resolve().parent.parent / "toolchains"  # runner/toolchains/, data beside the package
 FAMILIES = ("nvidia", "amd")
 IMAGE_REPOSITORY = "kernelbot-runner"
 # Where the image says what it was built from (deploy/runner/*Dockerfile set them from the manifest).

@@ -1,7 +1,7 @@
 """System information for the result (docs/authoring.md), gathered without importing torch in the runner process:
 torch's version comes from its installed distribution metadata, GPUs from nvidia-smi, else amd-smi / rocm-smi
-(runner.rocm_devices), and the hardware fingerprint from NVML (runner.nvml), amd-smi or rocm-smi, and the host's
-cpufreq files."""
+(runner.host.rocm_devices), and the hardware fingerprint from NVML (runner.host.nvml), amd-smi or rocm-smi, and the
+host's cpufreq files."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import socket
 import subprocess
 from pathlib import Path
 
-from runner import nvml, rocm_devices
+from runner.host import nvml, rocm_devices
 from schemas.contracts import CpuFingerprint, Fingerprint, GpuFingerprint, SystemInfo
 
 SMI_TIMEOUT_SECONDS = 20

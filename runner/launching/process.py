@@ -3,8 +3,8 @@
 All pipes (stdout, stderr, the POPCORN_FD result pipe and the POPCORN_DATA_FD bulk pipe) are read concurrently
 with a selector, so a child writing more than the 64 KiB pipe buffer never deadlocks (upstream read the result pipe
 only after exit). The child runs in its own session/process group; on timeout, and after a normal exit to reap
-stragglers, the whole group is killed. Confinement (limits, namespaces, uid) is runner/sandbox.py's, applied by
-wrapping argv.
+stragglers, the whole group is killed. Confinement (limits, namespaces, uid) is runner/confinement/sandbox.py's, applied
+by wrapping argv.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def run_process(
     """Run `argv` in its own process group; with `with_result_pipes`, export POPCORN_FD and POPCORN_DATA_FD.
 
     `reap` runs after the group kill, for stragglers the group kill cannot reach (a sandbox kills its uid).
-    `launch` starts the process instead of Popen (the warm runner's fork, runner/warm_client.py): it is called as
-    `launch(argv, cwd=, env=, pass_fds=, stdout=, stderr=)` and returns a handle with `pid`, `exit_fd`, `wait()`,
+    `launch` starts the process instead of Popen (the warm runner's fork, runner/launching/warm_client.py): it is called
+    as `launch(argv, cwd=, env=, pass_fds=, stdout=, stderr=)` and returns a handle with `pid`, `exit_fd`, `wait()`,
     `release()`; the child must lead its own session.
     Raises FileNotFoundError when the program does not exist (callers decide what that means).
     """
@@ -98,6 +98,7 @@ def run_process(
                 read_ends[read_end] = name
                 child_ends.append(write_end)
         start = time.monotonic()
+        proc: Any  # a Popen, or the warm runner's handle (runner/launching/warm_client.py)
         if launch is None:
             proc = subprocess.Popen(
                 argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -118,11 +119,11 @@ def run_process(
     try:
         timed_out, duration = _pump(proc, read_ends, streams, start, timeout, reap)
     finally:
-        _kill_group(proc)
+        kill_group(proc)
         proc.wait()
         for fd, name in read_ends.items():
             if launch is not None or name in ("result", "data"):
-                _close_quietly(fd)
+                close_quietly(fd)
         if launch is None:
             proc.stdout.close()
             proc.stderr.close()
@@ -134,11 +135,14 @@ def run_process(
         timed_out=timed_out,
         started_at=start,
         forked=launch is not None,
-        **streams,
+        stdout=streams["stdout"],
+        stderr=streams["stderr"],
+        result=streams["result"],
+        data=streams["data"],
     )
 
 
-def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, CapturedStream],
+def _pump(proc: Any, read_ends: dict[int, str], streams: dict[str, CapturedStream],
           start: float, timeout: float, reap: Callable[[], None] | None) -> tuple[bool, float]:
     """Read every pipe until EOF while watching the child's exit and the deadline. Returns (timed_out, duration)."""
     selector = selectors.DefaultSelector()
@@ -146,7 +150,7 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
         os.set_blocking(fd, False)
         selector.register(fd, selectors.EVENT_READ, read_ends[fd])
     forked = hasattr(proc, "exit_fd")  # the warm runner's child: it says when it ended
-    exit_fd = proc.exit_fd if forked else _open_pidfd(proc.pid)
+    exit_fd = proc.exit_fd if forked else open_pidfd(proc.pid)
     if exit_fd is not None:
         selector.register(exit_fd, selectors.EVENT_READ, "exit")
     deadline = start + timeout
@@ -156,12 +160,12 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
     try:
         while True:
             now = time.monotonic()
-            if ended_at is None and exit_fd is None and _has_exited(proc.pid):
+            if ended_at is None and exit_fd is None and has_exited(proc.pid):
                 ended_at = now
-                _kill_group(proc, reap)  # stragglers, as below
+                kill_group(proc, reap)  # stragglers, as below
             if ended_at is None and now >= deadline:
                 timed_out, ended_at = True, now
-                _kill_group(proc, reap)
+                kill_group(proc, reap)
             if ended_at is not None:
                 if not open_pipes or now >= ended_at + DRAIN_GRACE_SECONDS:
                     break
@@ -173,9 +177,9 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
                     selector.unregister(key.fd)
                     if ended_at is None:  # not when the exit is the one our timeout kill caused
                         ended_at = time.monotonic()
-                        _kill_group(proc, reap)  # stragglers: daemons left behind by the harness or user code
+                        kill_group(proc, reap)  # stragglers: daemons left behind by the harness or user code
                     continue
-                chunk = _read_chunk(key.fd)
+                chunk = read_chunk(key.fd)
                 if chunk is None:
                     continue
                 if chunk:
@@ -186,11 +190,11 @@ def _pump(proc: subprocess.Popen, read_ends: dict[int, str], streams: dict[str, 
     finally:
         selector.close()
         if exit_fd is not None and not forked:
-            _close_quietly(exit_fd)
+            close_quietly(exit_fd)
     return timed_out, (ended_at or time.monotonic()) - start
 
 
-def _read_chunk(fd: int) -> bytes | None:
+def read_chunk(fd: int) -> bytes | None:
     """The next bytes of a pipe, b"" at EOF, None when a wake-up found nothing to read yet."""
     try:
         return os.read(fd, 65536)
@@ -200,14 +204,14 @@ def _read_chunk(fd: int) -> bytes | None:
         return b""
 
 
-def _open_pidfd(pid: int) -> int | None:
+def open_pidfd(pid: int) -> int | None:
     try:
         return os.pidfd_open(pid)
     except (AttributeError, OSError):
         return None
 
 
-def _has_exited(pid: int) -> bool:
+def has_exited(pid: int) -> bool:
     # WNOWAIT leaves the child a zombie, so its pid (= our process group id) cannot be reused before we kill the group.
     try:
         return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
@@ -215,7 +219,7 @@ def _has_exited(pid: int) -> bool:
         return True
 
 
-def _kill_group(proc: subprocess.Popen, reap: Callable[[], None] | None = None) -> None:
+def kill_group(proc: subprocess.Popen, reap: Callable[[], None] | None = None) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -224,7 +228,7 @@ def _kill_group(proc: subprocess.Popen, reap: Callable[[], None] | None = None) 
         reap()
 
 
-def _close_quietly(fd: int) -> None:
+def close_quietly(fd: int) -> None:
     try:
         os.close(fd)
     except OSError:

@@ -15,9 +15,16 @@ from typing import Any
 
 import yaml
 
+from runner.task.taskcheck import (
+    FieldError,
+    check_cases,
+    check_config,
+    check_int,
+    check_roofline,
+    check_str_list,
+    expect,
+)
 from schemas.contracts import SUBMISSION_MARKER, CaseValue, CuConfig, PyConfig, Task
-
-from .taskcheck import FieldError, check_cases, check_config, check_int, check_roofline, check_str_list, expect
 
 TASK_FILE_NAME = "task.yml"
 TEMPLATE_LABELS = frozenset({"CUDA", "Python", "Triton", "HIP", "CuteDSL"})
@@ -28,7 +35,7 @@ OPTIONAL_FIELDS = (
 )
 RANKING_CHOICES = ("last", "mean", "geom")
 HARNESS_CHOICES = ("problem", "kernelbot")
-# Ours wherever the problem fits it (runner/harness_choice.py decides per run); `harness: problem` keeps the
+# Ours wherever the problem fits it (runner/task/harness_choice.py decides per run); `harness: problem` keeps the
 # problem's own eval.py.
 DEFAULT_HARNESS = "kernelbot"
 

@@ -1,7 +1,7 @@
 """The runner's side of the warm runner (runner/warm.py): start a process by forking it from the fork server.
 
-`WarmLauncher(socket).launch(...)` gives a handle with the part of Popen's interface runner/process.py uses, plus
-`exit_fd`, which turns readable once the child has ended (the server's `exit` message), in place of a pidfd. The
+`WarmLauncher(socket).launch(...)` gives a handle with the part of Popen's interface runner/launching/process.py uses,
+plus `exit_fd`, which turns readable once the child has ended (the server's `exit` message), in place of a pidfd. The
 child's secret variables (POPCORN_SEED) travel in a pipe that only the child reads, never in the request.
 """
 
@@ -26,7 +26,8 @@ class WarmUnavailable(OSError):
 
 class WarmProcess:
     def __init__(self, conn: socket.socket, pid: int) -> None:
-        self.conn, self.pid, self.returncode = conn, pid, None
+        self.conn, self.pid = conn, pid
+        self.returncode: int | None = None
         self.exit_fd = conn.fileno()
 
     def wait(self, timeout: float | None = None) -> int:

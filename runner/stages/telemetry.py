@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runner import nvml
+from runner.host import nvml
 from schemas.contracts import EvalResult, StageTelemetry, TelemetrySample
 
 TIMED_STAGES = ("benchmark", "leaderboard")

@@ -13,18 +13,18 @@ import hashlib
 import re
 import shutil
 import sys
+from collections.abc import Mapping
 from typing import Any
 
+from runner.launching.process import ProcessOutcome, run_process
+from runner.launching.starter import Starter
+from runner.profilers import Capture, tool_for
+from runner.profilers.base import HARNESS_ENV
+from runner.profilers.bundle import bundle, case_directory, fingerprint
+from runner.profilers.torch_table import DETAILS_CSV, DETAILS_TXT, table_csv, table_rows
+from runner.task.profiling import TORCH_PROFILER, decode_report, encode_report
+from runner.task.protocol import decode_output
 from schemas.contracts import EvalResult, ProfileOptions, ProfileResult, RunPayload, SystemInfo
-
-from .launch import Starter
-from .process import ProcessOutcome, run_process
-from .profilers import Capture, tool_for
-from .profilers.base import HARNESS_ENV
-from .profilers.bundle import bundle, case_directory, fingerprint
-from .profilers.torch_table import DETAILS_CSV, DETAILS_TXT, table_csv, table_rows
-from .profiling import TORCH_PROFILER, decode_report, encode_report
-from .protocol import decode_output
 
 REPORT_LINES = 400  # of the details text, shown in the stage's report (the zip holds all of it)
 
@@ -123,7 +123,7 @@ def with_torch_profile(evaluation: EvalResult, plan_key: str, payload: RunPayloa
 
 
 def with_capture(evaluation: EvalResult, plan_key: str, payload: RunPayload, system: SystemInfo,
-                 options: ProfileOptions, profiler: str, settings: dict[str, object], capture: Capture,
+                 options: ProfileOptions, profiler: str, settings: Mapping[str, object], capture: Capture,
                  details: tuple[str, ...]) -> EvalResult:
     if capture.error:
         return failed(evaluation, capture.error)

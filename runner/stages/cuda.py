@@ -11,10 +11,9 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from runner.launching.process import run_process
+from runner.task.protocol import decode_output, truncate_output
 from schemas.contracts import CompileResult, RunPayload
-
-from .process import run_process
-from .protocol import decode_output, truncate_output
 
 COMPILE_TIMEOUT_SECONDS = 120
 BINARY_NAME = "eval.out"
@@ -67,7 +66,8 @@ def compile_cuda(payload: RunPayload, run_dir: Path, env: dict[str, str],
                  wrap: Callable[[list[str], float], list[str]] | None = None,
                  output: str = BINARY_NAME) -> CompileResult:
     """Compile the payload's sources in `run_dir` into `output` (`eval.out`). Never raises for user or config
-    errors. `wrap` confines the compiler process (runner/sandbox.py); the recorded command is the unwrapped one."""
+    errors. `wrap` confines the compiler process (runner/confinement/sandbox.py); the recorded command is the
+    unwrapped one."""
     nvcc = find_nvcc()
     if nvcc is None:
         return CompileResult(nvcc_found=False, success=False, stderr="nvcc not found on the runner", exit_code=-1)

@@ -2,13 +2,13 @@
 
 Per run: a fresh directory (`RunSandbox.base`) holding the run files (`run/`, read-only to user code), a private
 HOME and TMPDIR (also holding the inline-extension build cache, the one thing that persists between the stages of
-a run) and the case files; an environment holding only what a harness needs (runner/environment.py); resource
-limits on address space, CPU time, file size and process count (runner/confine.py).
+a run) and the case files; an environment holding only what a harness needs (runner/confinement/environment.py);
+resource limits on address space, CPU time, file size and process count (runner/confinement/confine.py).
 
 Two levels, which `sandbox_level()` reports and each result records (`FullResult.isolation`):
 
-* "full": one bubblewrap sandbox per run (runner/bwrap.py), which every process of the run joins: its own user,
-  PID, IPC, mount, network (loopback only), UTS and cgroup namespaces, a read-only view of the host's system
+* "full": one bubblewrap sandbox per run (runner/confinement/bwrap.py), which every process of the run joins: its own
+  user, PID, IPC, mount, network (loopback only), UTS and cgroup namespaces, a read-only view of the host's system
   directories only, size-limited tmpfs for every writable place, only the runner's GPUs, a seccomp filter, and no
   capabilities. As root the run also gets a uid of its own (61000-61999) outside the sandbox; as an ordinary user
   it needs unprivileged user namespaces, which most distributions allow. Nothing of a run outlives it.
@@ -36,8 +36,8 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from .bwrap import Holder, SandboxUnavailable
-from .run_uids import claim_uid, kill_uid, remove_files_of, tasks_of_uid
+from runner.confinement.bwrap import Holder, SandboxUnavailable
+from runner.confinement.run_uids import claim_uid, kill_uid, remove_files_of, tasks_of_uid
 
 CONFINE_SCRIPT = Path(__file__).with_name("confine.py")
 GIB = 1 << 30
@@ -111,7 +111,7 @@ class RunSandbox:
 
     def descriptors(self) -> set[int]:
         """The descriptors this sandbox holds open (a forked runner that adopts it must keep them)."""
-        held = {self._lock.fileno()} if self._lock is not None else set()
+        held: set[int] = {self._lock.fileno()} if self._lock is not None else set()
         return held | (self.holder.descriptors() if self.holder is not None else set())
 
     def _fits(self, policy: SandboxPolicy | None, parent: Path | None) -> bool:
@@ -219,16 +219,16 @@ class RunSandbox:
             os.chown(self.run_dir, self.uid, self.uid)
 
     def wrap(self, argv: list[str], timeout: float, ranks: int = 1) -> list[str]:
-        """`argv` run under runner/confine.py with this run's limits, namespace and uid; the process allowance is
-        per rank (a multi-GPU case runs one worker per rank)."""
+        """`argv` run under runner/confinement/confine.py with this run's limits, namespace and uid; the process
+        allowance is per rank (a multi-GPU case runs one worker per rank)."""
         spec = self.confinement(timeout, ranks)
         if spec is None:
             return argv
         return [sys.executable, "-I", "-S", str(CONFINE_SCRIPT), json.dumps(spec), "--", *argv]
 
     def confinement(self, timeout: float, ranks: int = 1) -> dict | None:
-        """What runner/confine.py applies to one process of this run (None: unconfined); the warm runner applies
-        the same to the processes it forks."""
+        """What runner/confinement/confine.py applies to one process of this run (None: unconfined); the warm runner
+        applies the same to the processes it forks."""
         if self.policy is None:
             return None
         extra_processes = 0
@@ -274,7 +274,7 @@ def _masks(base: Path) -> list[list[str]]:
 
 def closed_ancestors(paths: list[str]) -> list[list[str]]:
     """For each path, the first ancestor others cannot traverse, paired with its child on the way to the path:
-    runner/confine.py covers the first and exposes the second (a pyenv under a 0700 /root, say)."""
+    runner/confinement/confine.py covers the first and exposes the second (a pyenv under a 0700 /root, say)."""
     masks: dict[str, str] = {}
     for path in paths:
         parts = Path(path).parts
@@ -317,8 +317,8 @@ def discard_offer() -> None:
 
 @functools.lru_cache(maxsize=1)
 def sandbox_level() -> tuple[str, str]:
-    """("full", what it gives) where this host can build the bubblewrap sandbox of runner/bwrap.py, tried once per
-    process with a real run's sandbox and process; else ("limits-only", why not, in one line)."""
+    """("full", what it gives) where this host can build the bubblewrap sandbox of runner/confinement/bwrap.py, tried
+    once per process with a real run's sandbox and process; else ("limits-only", why not, in one line)."""
     problem = _full_sandbox_problem()
     if problem is None:
         return "full", ("bubblewrap: user, PID, IPC, mount, network, UTS and cgroup namespaces, seccomp, "

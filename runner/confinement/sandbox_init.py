@@ -1,7 +1,8 @@
-"""PID 1 of a run's sandbox (runner/bwrap.py starts it as `python -I -S -c <this file>` under bwrap --as-pid-1).
+"""PID 1 of a run's sandbox (runner/confinement/bwrap.py starts it as `python -I -S -c <this file>` under bwrap
+--as-pid-1).
 
-It holds the run's namespaces open for the processes that join them (runner/confine.py), reaps whatever is left
-to it, and takes orders on stdin from the runner, which holds the other end: `k` kills every other process of the
+It holds the run's namespaces open for the processes that join them (runner/confinement/confine.py), reaps whatever is
+left to it, and takes orders on stdin from the runner, which holds the other end: `k` kills every other process of the
 sandbox (the strays a finished stage left: daemons, setsid'd children) and answers `k` on stdout once none is left
 running. At end of input (the runner closed the pipe, or died) it exits, and with PID 1 gone the kernel kills
 everything else in the namespace. Standard library only; not dumpable, so no process of the sandbox (all the same

@@ -2,7 +2,7 @@
 
 Our Python harness profiles one call of the kernel with torch.profiler and writes the table as
 `benchmark.0.report`, base64 with `+` and `*` as the last two characters. Under Nsight Compute or rocprofv3 the
-runner replaces that report with the head of the tool's details (runner/profile_stage.py).
+runner replaces that report with the head of the tool's details (runner/stages/profile_stage.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,17 @@
 """Confine one process, then exec the real program: `python -I -S confine.py SPEC_JSON -- PROGRAM ARGS...`.
 
-Run by the runner in place of every harness, warm-up and compiler process (see runner/sandbox.py). A separate
-exec rather than a `preexec_fn`, because the runner may be multi-threaded (the exploit suite runs stages side by
-side) and Python code between fork and exec is unsafe there. Standard library only, started with -I -S, so nothing
+Run by the runner in place of every harness, warm-up and compiler process (see runner/confinement/sandbox.py). A
+separate exec rather than a `preexec_fn`, because the runner may be multi-threaded (the exploit suite runs stages side
+by side) and Python code between fork and exec is unsafe there. Standard library only, started with -I -S, so nothing
 from the run directory or the environment can run before the limits hold.
 
 Two ways to confine, chosen by the spec:
 
-* `join` (the full sandbox, runner/bwrap.py): enter every namespace of the run's bubblewrap sandbox through its
-  init's pidfd, make the run directory read-only in a private copy of its mounts (unless the process is the
+* `join` (the full sandbox, runner/confinement/bwrap.py): enter every namespace of the run's bubblewrap sandbox through
+  its init's pidfd, make the run directory read-only in a private copy of its mounts (unless the process is the
   compiler, which writes its binary there), drop every capability and become the sandbox uid, set no-new-privileges
   and the seccomp filter, then fork: the child, inside the sandbox's PID namespace, runs the program; the parent
-  waits outside and ends the way the child ended. runner/warm_child.py applies the same `join` to a warm fork.
+  waits outside and ends the way the child ended. runner/launching/warm_child.py applies the same `join` to a warm fork.
 * otherwise (limits only, where no user namespace can be made): resource limits; as root also a new network
   namespace (only its own loopback, up so that ranks of one case can still talk to each other), the mount masks,
   and the per-run uid.

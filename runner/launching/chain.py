@@ -2,7 +2,7 @@
 (docs/authoring.md).
 
 A harness that names `KERNELBOT_HARNESS_CHAIN_FD` in its text (the example harness, problems/examples/eval.py,
-which also judges reference-kernels problems, runner/harness_choice.py) is started once per run as
+which also judges reference-kernels problems, runner/task/harness_choice.py) is started once per run as
 `<program> chain STAGE=CASEFILE ...`, with that variable naming its end of a unix socket (SOCK_SEQPACKET). For each
 stage the runner sends `{"stage": STAGE}` with two fresh pipes attached (SCM_RIGHTS): the stage's result pipe
 (POPCORN_FD) and its data pipe (POPCORN_DATA_FD). The harness runs the stage, closes both pipes, flushes its
@@ -28,18 +28,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .process import (
+from runner.launching.process import (
     CAPTURE_LIMIT,
     DATA_LIMIT,
     DRAIN_GRACE_SECONDS,
     RESULT_LIMIT,
     CapturedStream,
     ProcessOutcome,
-    _close_quietly,
-    _has_exited,
-    _kill_group,
-    _open_pidfd,
-    _read_chunk,
+    close_quietly,
+    has_exited,
+    kill_group,
+    open_pidfd,
+    read_chunk,
 )
 
 CHAIN_FD_VARIABLE = "KERNELBOT_HARNESS_CHAIN_FD"
@@ -76,12 +76,12 @@ def run_chain(argv: list[str], stages: list[ChainStage], *, proceed: Callable[[i
               launch: Callable[..., Any] | None = None) -> list[ProcessOutcome]:
     """Run the chain; `proceed(index, outcome)` is asked after each stage whether the next one runs. Returns one
     ProcessOutcome per stage that ran, in the shape run_process gives a lone process. `launch` as for run_process
-    (runner/process.py)."""
+    (runner/launching/process.py)."""
     env = dict(env)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     env[CHAIN_FD_VARIABLE] = str(theirs.fileno())
     out_fds: list[int] = []
-    proc: Any  # a Popen, or the warm runner's handle (runner/warm_client.py)
+    proc: Any  # a Popen, or the warm runner's handle (runner/launching/warm_client.py)
     try:
         start = time.monotonic()
         if launch is None:
@@ -114,7 +114,7 @@ def run_chain(argv: list[str], stages: list[ChainStage], *, proceed: Callable[[i
             proc.stderr.close()
         else:
             for fd in out_fds:
-                _close_quietly(fd)
+                close_quietly(fd)
             proc.release()
 
 
@@ -126,7 +126,7 @@ class _Chain:
         for fd, name in zip(out_fds, ("stdout", "stderr")):
             self.watch(fd, name)
         self.selector.register(control, selectors.EVENT_READ, "control")
-        self.exit_fd = proc.exit_fd if forked else _open_pidfd(proc.pid)
+        self.exit_fd = proc.exit_fd if forked else open_pidfd(proc.pid)
         if self.exit_fd is not None:
             self.selector.register(self.exit_fd, selectors.EVENT_READ, "exit")
         self.ended = False  # the process exited or was killed
@@ -169,7 +169,7 @@ class _Chain:
         finally:
             for fd in (result_read, data_read):
                 self.forget(fd)
-                _close_quietly(fd)
+                close_quietly(fd)
         outcome = ProcessOutcome(exit_code=114 if timed_out else exit_code,
                                  duration=stage.timeout if timed_out else ended_at - start, timed_out=timed_out,
                                  started_at=start, forked=self.forked, chained=chained, **streams)
@@ -182,7 +182,7 @@ class _Chain:
         out, when the stage ended). The exit code of a process that ended is filled in by finish()."""
         while True:
             now = time.monotonic()
-            if self.exit_fd is None and _has_exited(self.proc.pid):
+            if self.exit_fd is None and has_exited(self.proc.pid):
                 return self.end(streams, now, timed_out=False)
             if now >= deadline:
                 return self.end(streams, now, timed_out=True)
@@ -205,7 +205,7 @@ class _Chain:
 
     def read(self, fd: int, streams: dict[str, CapturedStream]) -> bool:
         """One chunk of a pipe into its stream; False when there is nothing more now (EOF: the pipe is forgotten)."""
-        chunk = _read_chunk(fd)
+        chunk = read_chunk(fd)
         if chunk:
             streams[self.pipes[fd]].feed(chunk)
             return True
@@ -229,7 +229,7 @@ class _Chain:
         """The process exited, or the stage ran out of time (the group is killed then): the stage ends, and the
         chain with it. What the pipes still hold is read for a short grace, as for a lone process."""
         self.ended = True
-        _kill_group(self.proc, self.reap)  # the timeout kill; after an exit, the stragglers
+        kill_group(self.proc, self.reap)  # the timeout kill; after an exit, the stragglers
         limit = ended_at + DRAIN_GRACE_SECONDS
         while self.pipes and time.monotonic() < limit:
             for key, _ in self.selector.select(max(limit - time.monotonic(), 0.0)):
@@ -247,14 +247,14 @@ class _Chain:
                 if self.exit_fd is not None:
                     if select.select([self.exit_fd], [], [], max(deadline - time.monotonic(), 0.0))[0]:
                         break
-                elif _has_exited(self.proc.pid):
+                elif has_exited(self.proc.pid):
                     break
                 else:
                     time.sleep(0.01)
-        _kill_group(self.proc, self.reap)
+        kill_group(self.proc, self.reap)
         self.proc.wait()
         if self.unfinished is not None:
             self.unfinished.exit_code = self.proc.returncode
         self.selector.close()
         if self.exit_fd is not None and not self.forked:
-            _close_quietly(self.exit_fd)
+            close_quietly(self.exit_fd)

@@ -30,7 +30,7 @@ class CompetitionEntry:
 
     name: str | None
     directory: str | None
-    deadline: str | None  # as written; parse with parse_deadline
+    deadline: datetime | str | None  # as written (YAML reads a bare timestamp as a datetime); parse_deadline reads it
     gpus: list[str] | None  # None: take them from task.yml
     problem: str | None = None
     precheck: dict[str, str] | None = None  # this problem's pre-check outcomes, over the file's

@@ -1,0 +1,1 @@
+"""What confines the processes of a run: sandbox, bubblewrap, limits, seccomp, uids (see runner/__init__.py)."""

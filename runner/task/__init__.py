@@ -1,0 +1,1 @@
+"""What a run is: task files, payloads, the harness protocol, toolchain manifests (see runner/__init__.py)."""
