@@ -11,10 +11,10 @@ import asyncpg
 from faststream.nats import NatsBroker
 
 from schemas.events import SubmissionReceived
-from services.core import read_model
 from services.core.admission import policy
-from services.core.admission.facts import admission_facts
 from services.core.admission.source_rules import header_directives
+from services.core.readmodel import board_reads
+from services.core.readmodel.admission_reads import admission_facts
 from services.discord import repository
 from services.kit.bus import publish
 
@@ -56,7 +56,7 @@ def requested_board(option: str | None, script: Script) -> str | None:
 
 
 async def board_gpus(pool: asyncpg.Pool, name: str) -> list[str]:
-    row = await read_model.leaderboard(pool, name)
+    row = await board_reads.leaderboard(pool, name)
     return sorted(row["gpus"]) if row else []
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from runner import nvml, sysinfo
 from runner.execute import execute
-from services.core.reports import report
+from services.core.presentation.reports import report
 from tests.support.fakes.host import FakeHost
 
 TIMED_HARNESS = """

@@ -11,12 +11,15 @@ import discord
 from discord import app_commands
 
 from schemas.events import SubmissionDeleted
-from services.core import admin_repository, dev_boards, policy_changes, read_model, settle, views
-from services.core import precheck_review as review
+from services.core.admin import dev_boards, policy_changes
+from services.core.admin import precheck_review as review
+from services.core.infrastructure import settle
+from services.core.presentation import views
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, name_problem
+from services.core.readmodel import admin_reads, board_reads, submission_reads
 from services.discord.commands import admin_upstream, problem_dirs
 from services.discord.commands.common import (
     admin_only,
@@ -72,7 +75,7 @@ def group(ctx) -> app_commands.Group:
 
     async def submission_or_reply(interaction: discord.Interaction, submission_id: int):
         """The submission's read-model row; None once the admin has been told it does not exist."""
-        row = await read_model.submission(ctx.pool, submission_id)
+        row = await submission_reads.submission(ctx.pool, submission_id)
         if row is None:
             await reply(interaction, "❌ Submission not found.")
         return row
@@ -112,7 +115,7 @@ def group(ctx) -> app_commands.Group:
     @admin_or_creator()
     async def delete_leaderboard(interaction: discord.Interaction, leaderboard: str, confirm_name: str,
                                  force: bool = False) -> None:
-        row = await read_model.leaderboard(ctx.pool, leaderboard)
+        row = await board_reads.leaderboard(ctx.pool, leaderboard)
         if row is None:
             await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
             return
@@ -189,12 +192,12 @@ def group(ctx) -> app_commands.Group:
     async def stats(interaction: discord.Interaction, last_day_only: bool = False,
                     leaderboard: str | None = None) -> None:
         # the gateway's use case (GET /admin/stats, upstream's show-stats): the same figures wherever asked
-        board = await read_model.leaderboard(ctx.pool, leaderboard) if leaderboard else None
+        board = await board_reads.leaderboard(ctx.pool, leaderboard) if leaderboard else None
         if leaderboard and board is None:
             await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
             return
         since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
-        found = views.stats(*await admin_repository.stats(ctx.pool, since, board["id"] if board else None),
+        found = views.stats(*await admin_reads.stats(ctx.pool, since, board["id"] if board else None),
                             last_day=last_day_only)
         lines = "\n".join(f"{key} = {value}" for key, value in found.items())
         if len(lines) <= 1900:
@@ -207,8 +210,8 @@ def group(ctx) -> app_commands.Group:
 
     async def _moderate(interaction: discord.Interaction, user: discord.User | None, user_id: str | None,
                         banned: bool) -> str | None:
-        """The shared ban (services.core.policy_changes) of a Discord user or of any user the platform knows by id or
-        name (a popcorn-cli user signed in with GitHub has no Discord account); their name once the read model shows
+        """The shared ban (services.core.admin.policy_changes) of a Discord user or of any user the platform knows by id
+        or name (a popcorn-cli user signed in with GitHub has no Discord account); their name once the read model shows
         it, None once the admin has been told why not."""
         if (user is None) == (user_id is None):
             await reply(interaction, "❌ Name the user: pick a Discord `user`, or give a `user_id` (or name).")

@@ -16,8 +16,10 @@ import discord
 from discord import app_commands
 
 from schemas.events import LeaderboardCreated, UserRenamed
-from services.core import hf_export, read_model, settle
 from services.core.admission import policy
+from services.core.infrastructure import settle
+from services.core.opendata import hf_export
+from services.core.readmodel import board_reads, submission_reads
 from services.discord import admission, forum
 from services.discord import repository as bot_repository
 from services.discord.commands import problem_dirs
@@ -41,7 +43,7 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
                         private: bool = True, ranked_only: bool = False) -> None:
         await interaction.response.defer(ephemeral=True, thinking=True)
         names = [n.strip() for n in leaderboards.split(",") if n.strip()]
-        rows = [await read_model.leaderboard(ctx.pool, name) for name in names]
+        rows = [await board_reads.leaderboard(ctx.pool, name) for name in names]
         unknown = [name for name, row in zip(names, rows, strict=True) if row is None]
         if unknown or not names:
             await reply(interaction, f"❌ No such leaderboard: {', '.join(unknown) or '(none named)'}")
@@ -136,7 +138,7 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
             board = await _created(ctx, created)
             report = await _verify(ctx, interaction, board["name"], gpu, VERIFY_MODES[mode], root, solutions)
         finally:
-            board = await read_model.leaderboard(ctx.pool, name)
+            board = await board_reads.leaderboard(ctx.pool, name)
             if board is not None:
                 await delete_board(board, force=True)
         await reply(interaction, f"**verify-task `{directory}` on {gpu}**\n```\n" + "\n".join(report) + "\n```")
@@ -145,7 +147,7 @@ def add_commands(admin: app_commands.Group, ctx, *, delete_board) -> None:
 async def _created(ctx, created: LeaderboardCreated, timeout_s: float = 30.0):
     """Publish the scratch board and wait until the ledger has projected it."""
     await settle.publish_and_settle(ctx.broker, created, ctx.position, timeout_s)
-    row = await read_model.leaderboard(ctx.pool, created.name)
+    row = await board_reads.leaderboard(ctx.pool, created.name)
     if row is None:
         raise TimeoutError(f"the board {created.name} did not appear")
     return row
@@ -165,18 +167,18 @@ async def _verify(ctx, interaction, board: str, gpu: str, modes: list[str], root
             except policy.Refused as refused:
                 report.append(f"❌ {label:28} {mode}: refused: {refused.refusal.detail}")
                 continue
-            submission_id = await read_model.next_submission_id(ctx.pool)
+            submission_id = await submission_reads.next_submission_id(ctx.pool)
             await admission.record(ctx.broker, submission_id, who(interaction), board_name, [gpu], admitted)
             submitted[submission_id] = (label, mode, solution.parent.name == "correct")
     deadline = asyncio.get_running_loop().time() + VERIFY_WAIT_S
     pending = dict(submitted)
     while pending and asyncio.get_running_loop().time() < deadline:
         for submission_id, (label, mode, should_pass) in list(pending.items()):
-            row = await read_model.submission(ctx.pool, submission_id)
+            row = await submission_reads.submission(ctx.pool, submission_id)
             if row is None or not (row["done"] or row["status"] == "rejected"):
                 continue
             del pending[submission_id]
-            runs = await read_model.submission_runs(ctx.pool, submission_id)
+            runs = await submission_reads.submission_runs(ctx.pool, submission_id)
             passed = row["job_status"] == "succeeded" and bool(runs) and all(r["passed"] for r in runs)
             verdict = "passed" if passed else "failed"
             if passed == should_pass:

@@ -9,7 +9,7 @@ import discord
 from discord import app_commands
 
 from services.core.admission import policy
-from services.core.display_names import display_name
+from services.core.rules.display_names import display_name
 from services.discord import repository
 from services.discord.layout import ADMIN_ROLE, CREATOR_ROLE
 
@@ -112,11 +112,11 @@ def board_autocomplete(ctx):
 
 def gpu_autocomplete(ctx):
     """The GPUs of the leaderboard named in the same command (its `leaderboard` option)."""
-    from services.core import read_model
+    from services.core.readmodel import board_reads
 
     async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         name = getattr(interaction.namespace, "leaderboard", None)
-        row = await read_model.leaderboard(ctx.pool, name) if name else None
+        row = await board_reads.leaderboard(ctx.pool, name) if name else None
         if row is None or row["visibility"] != "public":
             return []
         # a comma list (submit's gpu option) completes its last item

@@ -6,7 +6,8 @@ import discord
 from discord import app_commands
 
 from schemas.contracts import SUBMISSION_MARKER
-from services.core import noise, ranking_repository, read_model
+from services.core.readmodel import board_reads, standing_reads, submission_reads
+from services.core.rules import noise
 from services.discord import texts
 from services.discord.commands.common import board_autocomplete, gpu_autocomplete, on_error, reply, text_file
 from services.discord.commands.submit import submit_group
@@ -58,7 +59,7 @@ def list_pages(rows) -> list[str]:
 
 def ranking_pages(board: str, gpu: str, ranking) -> list[str]:
     """One GPU's ranking, RANKING_SIZE ranks a page, each page titled with the GPU and where it is; an entry tied
-    within noise with the one above is marked as on every front end (services/core/noise.py)."""
+    within noise with the one above is marked as on every front end (services/core/rules/noise.py)."""
     ties = noise.ranking_noise([r["stage_result"] for r in ranking], ranking[0]["ranking_by"] if ranking else "")
     lines = [f"{noise.TIE_MARK + ' ' if tie.tied_within_noise else ''}"
              f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
@@ -82,7 +83,7 @@ def language_autocomplete(ctx):
     """The template languages of the leaderboard named in the same command, as upstream's drop-down offers them."""
     async def complete(interaction: discord.Interaction, current: str) -> list[app_commands.Choice[str]]:
         name = getattr(interaction.namespace, "leaderboard", None)
-        row = await read_model.leaderboard(ctx.pool, name) if name else None
+        row = await board_reads.leaderboard(ctx.pool, name) if name else None
         if row is None or row["visibility"] != "public":
             return []
         return [app_commands.Choice(name=lang, value=lang) for lang in sorted(row["templates"] or {})
@@ -93,7 +94,7 @@ def language_autocomplete(ctx):
 
 async def _board(ctx, interaction: discord.Interaction, name: str):
     """The leaderboard if the user may read it; a closed one only through popcorn-cli with an invite."""
-    row = await read_model.leaderboard(ctx.pool, name)
+    row = await board_reads.leaderboard(ctx.pool, name)
     if row is None:
         await reply(interaction, f"❌ Leaderboard `{name}` does not exist.")
         return None
@@ -111,7 +112,7 @@ def group(ctx) -> app_commands.Group:
 
     @lb.command(name="list", description="All leaderboards")
     async def list_(interaction: discord.Interaction) -> None:
-        pages = list_pages(await read_model.leaderboards(ctx.pool))
+        pages = list_pages(await board_reads.leaderboards(ctx.pool))
         view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
         await reply(interaction, pages[0], view=view)
 
@@ -128,7 +129,7 @@ def group(ctx) -> app_commands.Group:
             return
         pages = []
         for name in [gpu] if gpu else gpus:
-            _, ranking = await ranking_repository.ranking_with_results(ctx.pool, row["id"], name,
+            _, ranking = await standing_reads.ranking_with_results(ctx.pool, row["id"], name,
                                                                        RANKING_SIZE * RANKING_PAGES)
             pages.extend(ranking_pages(row["name"], name, ranking))
         pages = pages or [f"**{row['name']}** runs on no GPU."]
@@ -141,7 +142,7 @@ def group(ctx) -> app_commands.Group:
         row = await _board(ctx, interaction, leaderboard)
         if row is None:
             return
-        mine = await read_model.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
+        mine = await submission_reads.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
         lines = [f"`{s['id']}` {s['file_name']} · {s['submitted_at']:%Y-%m-%d %H:%M} · "
                  + (", ".join(f"{r['gpu_type']}: {texts.score_text(r['score'])}" for r in s["runs"]) or "unranked")
                  for s in mine]
@@ -182,7 +183,7 @@ def group(ctx) -> app_commands.Group:
 
     @lb.command(name="get-submission", description="One of your submissions: its code and results")
     async def get_submission(interaction: discord.Interaction, submission_id: int) -> None:
-        row = await read_model.submission(ctx.pool, submission_id)
+        row = await submission_reads.submission(ctx.pool, submission_id)
         if row is None or str(row["user_id"]) != str(interaction.user.id):
             await reply(interaction, "❌ Submission not found among yours.")
             return
@@ -197,7 +198,7 @@ def group(ctx) -> app_commands.Group:
 
 
 async def submission_summary(ctx, row, *, include_secret: bool) -> str:
-    runs = await read_model.submission_runs(ctx.pool, row["id"])
+    runs = await submission_reads.submission_runs(ctx.pool, row["id"])
     lines = [f"**Submission {row['id']}** · `{row['leaderboard_name']}` · {row['mode']} · {row['user_name']} · "
              f"{row['job_status'] or 'initial'}" + (f": {row['job_error']}" if row["job_error"] else "")]
     for run in runs:

@@ -8,8 +8,8 @@ from datetime import UTC, datetime
 import discord
 from discord import app_commands
 
-from services.core import read_model
 from services.core.admission import policy
+from services.core.readmodel import submission_reads
 from services.discord import admission, repository, texts
 from services.discord.commands.common import board_autocomplete, gpu_autocomplete, refusal_text, reply, who
 from services.kit.bus import PublishFailed
@@ -85,7 +85,7 @@ async def _ask_gpus(interaction: discord.Interaction, board: str, gpus: list[str
 
 async def _record(ctx, interaction: discord.Interaction, who_, board_name: str, gpus: list[str],
                   admitted: policy.Admitted) -> None:
-    submission_id = await read_model.next_submission_id(ctx.pool)
+    submission_id = await submission_reads.next_submission_id(ctx.pool)
     original = await interaction.original_response()
     # Stored before the event exists, so its first update already finds where to write.
     async with ctx.pool.acquire() as conn:

@@ -1,4 +1,5 @@
-"""SQL the admin routes read (http-api.md §3.15-§3.35). Like the rest of the gateway, it writes nothing."""
+"""SQL the admin use cases read, for the gateway's admin routes (http-api.md §3.15-§3.35) and the bot's `/admin`
+commands: intake, users, boards, invites, rate limits, submissions and statistics. It writes nothing."""
 
 from __future__ import annotations
 
