@@ -9,6 +9,10 @@ Rooms and what each may import besides itself, schemas/ and runner/ (the GPU hos
   rejudge and replay commands): anything, because an operator's command is the composition root that starts a
   service (`kb serve`) or rebuilds its tables offline. Nothing else may import tooling.
 
+Inside the shared core, each folder is a room of one kind (rules, admission, presentation, readmodel, infrastructure,
+problems, admin, opendata); CORE_MAY_IMPORT below says which may import which, SQL stays in the read model, and the
+pure rooms do no I/O (docs/architecture.md, "services/core rooms").
+
 runner/ imports nothing of services/. The checker parses every module with ast, so an import inside a function counts
 as much as one at the top; its own unit tests below show that it catches each kind of wrong import.
 """
