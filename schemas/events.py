@@ -141,7 +141,7 @@ class PlannedRun(_Part):
     mode: Mode
     secret: bool = False
     # A ranked public run's roofline floor per benchmark case, in ns (the task's declaration over the GPU's peaks,
-    # services/core/gpu_peaks.py); empty where the task declares none or the GPU's peaks are unknown.
+    # services/core/rules/gpu_peaks.py); empty where the task declares none or the GPU's peaks are unknown.
     floor_ns: list[float] = []
 
 

@@ -1,6 +1,7 @@
 """Telemetry around timed stages (docs/authoring.md): each GPU's temperature, clocks, power and slowdown reasons
 read through NVML just before and just after the stage, outside its timed window. A stage during which a GPU
-reported a thermal, power or hardware slowdown is `throttled`, and its report says so (services.core.longreport)."""
+reported a thermal, power or hardware slowdown is `throttled`, and its report says so
+(services.core.presentation.longreport)."""
 
 from __future__ import annotations
 

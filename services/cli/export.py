@@ -20,7 +20,7 @@ def export(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Write every ranked submission of a leaderboard: code, score, rank; never secret runs."""
-    from services.core import exports
+    from services.core.opendata import exports
     from services.operate.db import connection
 
     if format_ not in exports.WRITERS:

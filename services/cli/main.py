@@ -24,7 +24,7 @@ from services.cli import (
     users_cmd,
 )
 from services.cli.run_local import run_local_command
-from services.core import noise
+from services.core.rules import noise
 
 app = typer.Typer(help="KernelBot: compete at writing fast GPU kernels.", no_args_is_help=True)
 leaderboard_app = typer.Typer(help="Read leaderboards.", no_args_is_help=True)
@@ -170,7 +170,7 @@ def leaderboard_show(name: str, gpu: Annotated[str, typer.Option("--gpu", "-g")]
     typer.echo(f"  {'rank':>4}  {'user':<20} {'score (s)':>14}  {'95% interval (s)':>26}  {'submission':>10}  "
                "submitted")
     for row in rows:
-        # the API's tie rule (services/core/noise.py), marked as every front end marks it
+        # the API's tie rule (services/core/rules/noise.py), marked as every front end marks it
         mark = noise.TIE_MARK if row.get("tied_within_noise") else " "
         interval = row.get("score_interval")
         shown = f"[{interval[0]:.9f}, {interval[1]:.9f}]" if interval else "—"

@@ -35,8 +35,8 @@ def rules(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Show a leaderboard's rules and outcomes; with --set, change them (one PrecheckPolicySet event)."""
-    from services.core import operations_repository as repository
-    from services.core import precheck_review as precheck
+    from services.core.admin import precheck_review as precheck
+    from services.core.readmodel import operator_reads
     from services.kit.bus import publish_all
     from services.operate.db import connection
 
@@ -45,7 +45,7 @@ def rules(
     async def run() -> None:
         async with connection(database) as conn:
             if set_:
-                current = await repository.precheck_policy(conn, leaderboard)
+                current = await operator_reads.precheck_policy(conn, leaderboard)
                 try:
                     event = await precheck.build_policy(conn, leaderboard, current | _outcomes(set_))
                 except precheck.PrecheckError as exc:
@@ -53,9 +53,9 @@ def rules(
                 await publish_all(nats, [event])
                 typer.echo(f"Set the pre-check outcomes of {event.leaderboard}: {json.dumps(event.outcomes)}")
                 return
-            if await repository.board(conn, leaderboard) is None:
+            if await operator_reads.board(conn, leaderboard) is None:
                 raise fail(f"Leaderboard `{leaderboard}` does not exist.")
-            for name, rule in precheck.policy_view(await repository.precheck_policy(conn, leaderboard)).items():
+            for name, rule in precheck.policy_view(await operator_reads.precheck_policy(conn, leaderboard)).items():
                 typer.echo(f"{name:<14} {rule['severity']:<7} {rule['outcome']:<7} {rule['message']}")
 
     asyncio.run(run())
@@ -71,7 +71,7 @@ def clear(
 ) -> None:
     """Clear a false hold, a `hacked` verdict or a score the floor held for review: the scorer reinstates the
     submission and rescores its board."""
-    from services.core import precheck_review as precheck
+    from services.core.admin import precheck_review as precheck
     from services.kit.bus import publish_all
     from services.operate.db import connection
 

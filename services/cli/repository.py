@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from services.core.credentials import cli_id_hash
+from schemas.credentials import cli_id_hash
 
 BOARD_NAMES = "SELECT lower(name) AS name FROM leaderboards"
 USER_BY_CLI = "SELECT 1 FROM users WHERE cli_id_sha256 = $1"

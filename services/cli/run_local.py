@@ -29,7 +29,7 @@ def run_local_command(
     from runner.stages.execute import execute
     from runner.task.payload import build_payload
     from runner.task.taskfile import TaskFileError, load_problem
-    from services.core import reports
+    from services.core.presentation import reports
 
     if mode not in MODES:
         raise typer.BadParameter(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}", param_hint="--mode")

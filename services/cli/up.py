@@ -16,11 +16,11 @@ from pathlib import Path
 import nats
 
 from problems import PROBLEMS_ROOT
+from schemas.credentials import cli_id_hash
 from schemas.events import CliUserRegistered
 from schemas.streams import EVENTS
 from services.cli import repository
 from services.cli.bundled import leaderboards_from_competition
-from services.core.credentials import cli_id_hash
 from services.kit.bus import publish_all
 from services.kit.db import apply_migrations
 

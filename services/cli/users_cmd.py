@@ -22,7 +22,7 @@ USER_EVENTS = "evt.user.>"
 
 async def clear_ids_in_stream(nats_url: str) -> tuple[set[str], set[str]]:
     """Digests of the CLI ids and of the web ids that user events in the stream carry in clear."""
-    from services.core.credentials import cli_id_hash
+    from schemas.credentials import cli_id_hash
     from services.operate import stream as log
 
     cli_ids, web_ids = set(), set()
@@ -51,10 +51,10 @@ def rotate_cli_id(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Issue new CLI ids, printed once as `USER_ID<TAB>CLI_ID` lines to hand over; the old ids stop working."""
+    from schemas.credentials import cli_id_hash
     from schemas.events import CliUserRegistered
     from services.cli import users_repository as repository
-    from services.core import settle
-    from services.core.credentials import cli_id_hash
+    from services.core.infrastructure import settle
     from services.kit.bus import publish_all
     from services.operate.db import connection
 

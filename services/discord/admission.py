@@ -1,4 +1,4 @@
-"""A Discord submission in the submit use case's terms (services.core.admission.submit): who submits, the board and
+"""A Discord submission in the submit use case's terms (services.core.submission.submit): who submits, the board and
 GPUs its options or its `#!POPCORN` header name, and the mode its command names. A Discord identity is not a
 popcorn-cli one, so closed leaderboards refuse it.
 """
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 import asyncpg
 import discord
 
-from services.core import read_model
-from services.core.admission import submit
 from services.core.admission.source_rules import header_directives
-from services.core.display_names import display_name
+from services.core.readmodel import board_reads
+from services.core.rules.display_names import display_name
+from services.core.submission import submit
 from services.discord import repository
 
 MODES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "ranked": "leaderboard"}
@@ -49,7 +49,7 @@ def requested_board(option: str | None, script: Script) -> str | None:
 
 
 async def board_gpus(pool: asyncpg.Pool, name: str) -> list[str]:
-    row = await read_model.leaderboard(pool, name)
+    row = await board_reads.leaderboard(pool, name)
     return sorted(row["gpus"]) if row else []
 
 

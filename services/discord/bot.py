@@ -15,8 +15,8 @@ from discord import app_commands
 from faststream.nats import NatsBroker, NatsRouter
 
 from schemas.streams import EVENTS
-from services.core import artifact_links
-from services.core.position import LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
+from services.core.rules import artifact_links
 from services.discord import projection
 from services.discord.commands.table import register
 from services.discord.delivery import Delivery, Layout

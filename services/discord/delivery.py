@@ -18,8 +18,8 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import discord
 
-from services.core import podium, read_model
-from services.discord import forum, projection, reporting, repository, texts
+from services.core.readmodel import board_reads, standing_reads
+from services.discord import forum, podium, projection, reporting, repository, texts
 
 log = logging.getLogger("kernelbot.discord")
 
@@ -206,7 +206,7 @@ class Delivery:
     async def _verdict(self, row) -> None:
         body, submission_id = row["body"], row["submission_id"]
         sub = await repository.tracked(self.pool, submission_id)
-        board = await read_model.leaderboard(self.pool, body["leaderboard"])
+        board = await board_reads.leaderboard(self.pool, body["leaderboard"])
         standing = None
         if board is not None:
             waiting = await repository.score_of(self.pool, submission_id, body["gpu"]) is None
@@ -219,14 +219,14 @@ class Delivery:
         await channel.send(text, nonce=_nonce(row["id"]), allowed_mentions=discord.AllowedMentions(users=True))
 
     async def _standing(self, board_id: int, gpu: str, user_id: str, submission_id: int) -> texts.Standing:
-        mine = await read_model.user_standing(self.pool, board_id, gpu, user_id)  # one row, not the whole board
+        mine = await standing_reads.user_standing(self.pool, board_id, gpu, user_id)  # one row, not the whole board
         is_best = mine is not None and mine["submission_id"] == submission_id
         earlier = await repository.earlier_scores(self.pool, board_id, gpu, user_id, submission_id)
         return texts.Standing(rank=mine["rank"] if is_best else None, is_best=is_best, earlier_scores=earlier)
 
     async def _podium(self, row) -> None:
         body = row["body"]
-        board = await read_model.leaderboard(self.pool, body["leaderboard"])
+        board = await board_reads.leaderboard(self.pool, body["leaderboard"])
         if board is None or board["visibility"] != "public" or board["deadline"] < datetime.now(UTC) \
                 or board["forum_id"] == projection.SCRATCH_FORUM_ID:
             return  # closed, finished and scratch leaderboards are not announced

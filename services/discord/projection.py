@@ -23,8 +23,7 @@ from schemas.events import (
     SubmissionFinished,
     SubmissionRejected,
 )
-from services.core import podium
-from services.discord import repository, texts
+from services.discord import podium, repository, texts
 from services.discord.reporting import run_result, status_report
 
 SUBJECTS = tuple(e.subject for e in (SubmissionAccepted, RunStarted, RunProgress, RunCompleted, RunFailed,

@@ -1,6 +1,7 @@
-"""A run's reports for Discord, built by the one report module the gateway uses (services.core.reports). Pure.
+"""A run's reports for Discord, built by the one report module the gateway uses (services.core.presentation.reports).
+Pure.
 
-The result is shaped exactly as the gateway rebuilds it from the read model (services.core.results), so a
+The result is shaped exactly as the gateway rebuilds it from the read model (services.core.presentation.results), so a
 thread shows the same report as a popcorn-cli client gets for the same run.
 """
 
@@ -10,8 +11,8 @@ from collections.abc import Callable
 from typing import Any
 
 from schemas.events import RunCompleted
-from services.core import reports
-from services.core.results import eval_result
+from services.core.presentation import reports
+from services.core.presentation.results import eval_result
 
 ProfileLink = Callable[[str, str], str]  # (gpu, stage) -> the artifact's download link
 

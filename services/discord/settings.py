@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import SecretStr
 
-from services.core.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
+from services.core.infrastructure.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
 
 
 class DiscordSettings(HfExportSettings):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.core.podium import PodiumChange
-from services.core.reports import chunk, format_time
+from services.core.presentation.reports import chunk, format_time
+from services.discord.podium import PodiumChange
 
 MESSAGE_LIMIT = 2000
 MODE_NAMES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "leaderboard": "ranked"}
@@ -99,7 +99,7 @@ def verdict(user_mention: str, leaderboard: str, gpu: str, score_s: float, stand
 
 
 def podium_news(leaderboard: str, gpu: str, moved: PodiumChange) -> str:
-    """The announcement of a podium change (services.core.podium says which changes are announced). Names are the
+    """The announcement of a podium change (services.discord.podium says which changes are announced). Names are the
     users' display names, in bold, never mentions."""
     where = f"`{leaderboard}` ({gpu})"
     lines = []

@@ -18,7 +18,7 @@ Configuration, not code: `KB_GPU_CATALOGUE` names a YAML or JSON file (or holds 
 (services/dispatcher/runner_reports.py); a GPU without it takes results only through its backend. An `agent` GPU is
 served by runner agents on GPU hosts (runner/agent.py) that pull its jobs under that one runner identity and report
 every result themselves: it names exactly one runner, and `slots` says how many agents serve it (default 1).
-`peak` states a GPU's peak bandwidth and compute for the roofline floor where services/core/gpu_peaks.py does not
+`peak` states a GPU's peak bandwidth and compute for the roofline floor where services/core/rules/gpu_peaks.py does not
 know it (or knows another variant).
 
 `KB_LOCAL_GPUS` and `KB_NULL_GPUS` keep working: they add `local` and `null` entries. Pure: no I/O but reading the
@@ -37,7 +37,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from schemas.streams import runner_job_consumer
-from services.core.gpu_peaks import GpuPeak
+from services.core.rules.gpu_peaks import GpuPeak
 
 BackendKind = Literal["local", "null", "modal", "github", "buildkite", "slurm", "agent"]
 REMOTE_KINDS = ("modal", "github", "buildkite", "slurm")
@@ -70,7 +70,7 @@ class GpuEntry(_Strict):
     max_job_s: int | None = Field(default=None, ge=1)
     # Runner identities (their NATS user's name below `runner.`) whose own reports of runs on this GPU are taken.
     runners: tuple[str, ...] = ()
-    # The device's peaks for the roofline floor, where the built-in table (services/core/gpu_peaks.py) lacks them.
+    # The device's peaks for the roofline floor, where the built-in table (services/core/rules/gpu_peaks.py) lacks them.
     peak: GpuPeak | None = None
 
     @model_validator(mode="after")

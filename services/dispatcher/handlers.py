@@ -24,7 +24,7 @@ from schemas.events import (
 from schemas.precheck_events import PrecheckVerdict
 from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
 from services.core.admission import policy
-from services.core.gpu_peaks import GpuPeak
+from services.core.rules.gpu_peaks import GpuPeak
 from services.dispatcher import admission_repository, planning, repository, runner_reports
 from services.dispatcher.enqueue import enqueue_runs
 from services.dispatcher.scheduler import completed_event

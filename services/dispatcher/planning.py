@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from schemas.contracts import ProfileOptions, RunPayload, Task
 from schemas.events import PlannedRun
-from services.core import gpu_peaks
+from services.core.rules import gpu_peaks
 
 # docs/authoring.md: the warm-up or compile step before the stages has its own fixed budget.
 COMPILE_BUDGET_S = 120

@@ -12,9 +12,9 @@ from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionRecei
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
 from schemas.version import platform_version
-from services.core.hf_schedule import ExportSchedule
-from services.core.position import LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
 from services.gateway import errors, openapi
+from services.gateway.hf_schedule import ExportSchedule
 from services.gateway.hot_polls import HotPolls
 from services.gateway.hot_reads import HotRankings
 from services.gateway.long_poll import PollMemory

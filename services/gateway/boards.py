@@ -6,15 +6,15 @@ from __future__ import annotations
 import asyncpg
 from fastapi import HTTPException
 
-from services.core import read_model as repository
 from services.core.admission import policy
-from services.core.admission.facts import board_view
+from services.core.readmodel import board_reads, user_reads
+from services.core.readmodel.admission_reads import board_view
 from services.gateway.deps import User
 
 
 async def existing(pool: asyncpg.Pool, name: str):
     """The leaderboard, matched case-insensitively; 404 when there is none."""
-    row = await repository.leaderboard(pool, name)
+    row = await board_reads.leaderboard(pool, name)
     policy.check_leaderboard(name, board_view(row) if row else None)
     return row
 
@@ -28,7 +28,7 @@ async def readable(pool: asyncpg.Pool, name: str, user: User | None):
 
 async def readable_standings(pool: asyncpg.Pool, name: str, gpu: str, user: User | None):
     """As `readable`, for a ranking of one GPU: the board with its standings' version, in one read."""
-    row = await repository.board_standing(pool, name, gpu)
+    row = await board_reads.board_standing(pool, name, gpu)
     policy.check_leaderboard(name, board_view(row) if row else None)
     await _check_access(pool, row, user)
     return row
@@ -38,7 +38,7 @@ async def _check_access(pool: asyncpg.Pool, row, user: User | None) -> None:
     if row["visibility"] != "public":
         if user is None:
             raise HTTPException(401, "Authentication required for closed leaderboard")
-        if not await repository.has_invite(pool, user.user_id, row["id"]):
+        if not await user_reads.has_invite(pool, user.user_id, row["id"]):
             raise HTTPException(403, policy.NO_ACCESS)
 
 

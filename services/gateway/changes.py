@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import HTTPException, Request
 
 from schemas.envelope import Event
-from services.core import settle
+from services.core.infrastructure import settle
 
 
 def change_id() -> str:

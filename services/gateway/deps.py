@@ -10,8 +10,8 @@ import asyncpg
 from fastapi import Depends, Header, HTTPException, Request
 from faststream.nats import NatsBroker
 
-from services.core import read_model as repository
-from services.core.position import LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
+from services.core.readmodel import user_reads
 from services.gateway.settings import GatewaySettings
 from services.gateway.standings_cache import StandingsCache
 
@@ -56,9 +56,9 @@ async def _identify(pool: asyncpg.Pool, cli_id: str | None, web_id: str | None) 
     """The user behind the USER headers (docs/http-api.md "Credentials"): the web id decides when both are present;
     empty counts as absent. None when neither is given; 401 when the one that decides is unknown."""
     if web_id:
-        row, via_cli = await repository.user_by_web(pool, web_id), False
+        row, via_cli = await user_reads.user_by_web(pool, web_id), False
     elif cli_id:
-        row, via_cli = await repository.user_by_cli(pool, cli_id), True
+        row, via_cli = await user_reads.user_by_cli(pool, cli_id), True
     else:
         return None
     if row is None:
@@ -103,7 +103,7 @@ async def cli_user(pool: Pool, x_popcorn_cli_id: Annotated[str | None, Header()]
     """CLI auth class: only X-Popcorn-Cli-Id counts (a web id alone is a missing header)."""
     if not x_popcorn_cli_id:
         raise HTTPException(400, "Missing X-Popcorn-Cli-Id header")
-    row = await repository.user_by_cli(pool, x_popcorn_cli_id)
+    row = await user_reads.user_by_cli(pool, x_popcorn_cli_id)
     if row is None:
         raise HTTPException(401, "Invalid or unauthorized X-Popcorn-Cli-Id")
     return User(str(row["user_id"]), row["user_name"], row["banned"], True)

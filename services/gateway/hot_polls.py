@@ -2,7 +2,7 @@
 
 A submit loop polls every 5 s for every running submission; FastAPI's routing, dependency solving and response
 validation cost more than the answer, and the route reads the caller, the submission, its runs and its queue in four
-round trips. This middleware reads them in one (read_model.POLL) and answers only the plain case: a known CLI id (no
+round trips. This middleware reads them in one (poll_reads.POLL) and answers only the plain case: a known CLI id (no
 web id, which would decide instead), a submission that exists and is the caller's, and a read that is not held
 (services/gateway/long_poll.py). Everything else (unknown caller, someone else's or no submission, a poll loop to
 hold, any error) goes on to the route in services/gateway/routes/user.py, which answers it as it always did. The
@@ -19,8 +19,8 @@ from types import SimpleNamespace
 from pydantic import TypeAdapter
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.core import read_model as repository
-from services.core import views
+from services.core.presentation import views
+from services.core.readmodel import poll_reads
 from services.gateway import long_poll
 
 log = logging.getLogger("kernelbot.gateway.polls")
@@ -48,7 +48,7 @@ def view_of(row) -> dict:
     """The route's view (routes/user.py `_view`) from a POLL row."""
     gpu = row["gpus"][0] if row["gpus"] else ""
     found = None if row["gpu"] is None else (row["gpu"], row, True)
-    return views.submission(row, repository.poll_runs(row), views.runner_queue(gpu, found))
+    return views.submission(row, poll_reads.poll_runs(row), views.runner_queue(gpu, found))
 
 
 class HotPolls:
@@ -70,7 +70,7 @@ class HotPolls:
             return False
         submission_id = int(match.group(1))
         try:
-            row = await repository.poll(state.pool, cli_id, submission_id)
+            row = await poll_reads.poll(state.pool, cli_id, submission_id)
         except Exception:  # the route meets the same trouble and answers it the usual way
             log.debug("poll fast path fell back to the route", exc_info=True)
             return False

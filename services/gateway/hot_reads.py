@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from services.core import read_model as repository
+from services.core.readmodel import board_reads
 from services.gateway.coalesce import Coalesced
 from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
 from services.gateway.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
@@ -63,7 +63,7 @@ class HotRankings:
     def _board(self, pool, name: str, gpu: str):
         reads = self._boards.get(id(pool))
         if reads is None:
-            reads = self._boards[id(pool)] = Coalesced(lambda n, g: repository.board_standing(pool, n, g))
+            reads = self._boards[id(pool)] = Coalesced(lambda n, g: board_reads.board_standing(pool, n, g))
         return reads.get(name, gpu)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

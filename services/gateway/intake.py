@@ -2,7 +2,7 @@
 decision.
 
 The rules live in services.core.admission.policy, shared with the dispatcher; the submit use case that applies them
-(services.core.admission.submit) is shared with the Discord bot. The gateway judges first with what its read model
+(services.core.submission.submit) is shared with the Discord bot. The gateway judges first with what its read model
 shows, so most refusals cost no event; then it publishes SubmissionReceived and waits for the dispatcher's
 authoritative decision, so a submission refused there (two parallel requests racing for the last rate-limit slot, a
 ban that just landed) still gets its plain HTTP error instead of a 202.
@@ -18,8 +18,8 @@ from fastapi import Request, UploadFile
 
 from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
-from services.core import read_model as repository
 from services.core.admission import policy, submit
+from services.core.readmodel import submission_reads
 from services.gateway import ratelimit
 from services.gateway.deps import User
 from services.kit.bus import publish
@@ -48,9 +48,9 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
     key = idempotency_key(request)
     submission_id = None
     if key is not None:
-        submission_id = await repository.submission_for_key(state.pool, user.user_id, key)
-        earlier = await repository.submission(state.pool, submission_id)
-        if earlier is None and await repository.was_deleted(state.pool, submission_id):
+        submission_id = await submission_reads.submission_for_key(state.pool, user.user_id, key)
+        earlier = await submission_reads.submission(state.pool, submission_id)
+        if earlier is None and await submission_reads.was_deleted(state.pool, submission_id):
             raise policy.Refused(policy.Refusal(409, f"The submission of this {IDEMPOTENCY_HEADER} was deleted"))
         if earlier is not None:  # a retry of a request that was recorded: its answer, not a second submission
             if earlier["status"] == "rejected":
@@ -63,7 +63,7 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
     admission = await submit.admit(state.pool, submitter(user), entry)
     # A retry whose first attempt was published but not yet projected publishes the same SubmissionReceived id
     # again, and the stream's duplicate window keeps one.
-    submission_id = submission_id or await repository.next_submission_id(state.pool)
+    submission_id = submission_id or await submission_reads.next_submission_id(state.pool)
     await record_and_await_decision(state, admission.received(submission_id))
     return Accepted(submission_id, admission.board_name, gpu, admission.admitted.mode)
 
@@ -103,7 +103,7 @@ async def _await_decision(state, submission_id: int, pending: asyncio.Future) ->
             return  # the pipeline is slow: answer now, the decision will show on the poll
         pending = waiter.expect(submission_id)  # before reading, so a notification after the read is not lost
         try:
-            row = await repository.decision(pool, submission_id)
+            row = await submission_reads.decision(pool, submission_id)
         except BaseException:
             await waiter.wait(submission_id, pending, 0)
             raise
@@ -116,7 +116,7 @@ async def _await_decision(state, submission_id: int, pending: asyncio.Future) ->
 
 async def raise_refusal(pool, submission_id: int) -> None:
     """The dispatcher's refusal of a submission, as the plain HTTP error the client gets."""
-    payload = await repository.rejection(pool, submission_id) or {}
+    payload = await submission_reads.rejection(pool, submission_id) or {}
     raise policy.Refused(policy.Refusal(payload.get("status_code", 400), payload.get("reason", "rejected"),
                                         payload.get("retry_after_s")))
 

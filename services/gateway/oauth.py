@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from services.core.display_names import display_name
+from services.core.rules.display_names import display_name
 from services.gateway.settings import OAuthProvider
 
 TIMEOUT_S = 10.0

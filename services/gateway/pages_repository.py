@@ -1,10 +1,10 @@
-"""SQL the web pages read beyond the API's own queries (services/core/read_model.py)."""
+"""SQL the web pages read beyond the API's own queries (services/core/readmodel/)."""
 
 from __future__ import annotations
 
 import asyncpg
 
-from services.core.ranking_repository import ranking_with_results
+from services.core.readmodel.standing_reads import ranking_with_results
 
 # The standing entries in time order, for the plot of the best score over time: each user's best, the step line
 # the records among them. Bounded by the number of users, not of attempts.

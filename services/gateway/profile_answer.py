@@ -15,8 +15,8 @@ import zipfile
 from collections.abc import Callable
 from typing import Any
 
-from services.core import reports
-from services.core.results import RunOutcome
+from services.core.presentation import reports
+from services.core.presentation.results import RunOutcome
 from services.gateway import sse
 
 # base64 characters of one case's zip kept inline in the answer

@@ -12,9 +12,9 @@ import asyncpg
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse
 
-from services.core import ranking_repository, views
-from services.core import read_model as repository
-from services.core.noise import ranking_noise
+from services.core.presentation import views
+from services.core.readmodel import standing_reads
+from services.core.rules.noise import ranking_noise
 from services.gateway.standings_cache import Render
 
 
@@ -39,7 +39,7 @@ def renderer(pool: asyncpg.Pool, board, gpu: str, variant: Hashable) -> Render:
 
         async def ranking() -> bytes:
             # the entry above the page too: whether the page's first entry ties is told against it (core/noise.py)
-            above, rows = await ranking_repository.ranking_with_results(pool, board_id, gpu, limit, offset)
+            above, rows = await standing_reads.ranking_with_results(pool, board_id, gpu, limit, offset)
             ranking_by = rows[0]["ranking_by"] if rows else ""
             noise = ranking_noise([row["stage_result"] for row in ([above] if above else []) + rows], ranking_by)
             return _json([views.ranking_entry(row, board_name, gpu, entry_noise)
@@ -48,5 +48,5 @@ def renderer(pool: asyncpg.Pool, board, gpu: str, variant: Hashable) -> Render:
     [user_id] = arguments
 
     async def count() -> bytes:
-        return _json({"count": await repository.submission_count(pool, board_id, gpu, user_id)})
+        return _json({"count": await standing_reads.submission_count(pool, board_id, gpu, user_id)})
     return count

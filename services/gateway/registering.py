@@ -7,8 +7,8 @@ import logging
 from fastapi import Request
 
 from schemas.auth_events import OAuthUserRegistered
-from services.core import settle
-from services.core.credentials import cli_id_hash
+from schemas.credentials import cli_id_hash
+from services.core.infrastructure import settle
 from services.gateway.oauth import Account
 from services.gateway.settings import GatewaySettings
 

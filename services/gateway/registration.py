@@ -7,7 +7,7 @@ import binascii
 import json
 from dataclasses import dataclass
 
-from services.core.credentials import cli_id_hash
+from schemas.credentials import cli_id_hash
 
 PROVIDERS = ("discord", "github")
 INVALID_PROVIDER = "Invalid provider, must be 'discord' or 'github'"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, SecretStr
 
-from services.core.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
+from services.core.infrastructure.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
 
 
 class OAuthProvider(BaseModel):
@@ -60,5 +60,5 @@ class GatewaySettings(HfExportSettings):
     # (their client package installed) shares them between replicas.
     rate_limit_storage_url: str = "memory://"
     # Hours between scheduled exports of the active competitions to the private data set (0: none); the schedule
-    # runs only with a token and a private data set configured (services/core/hf_schedule.py).
+    # runs only with a token and a private data set configured (services/gateway/hf_schedule.py).
     hf_export_every_h: float = 6.0

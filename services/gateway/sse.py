@@ -17,8 +17,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from services.core import reports
-from services.core.results import RunOutcome
+from services.core.presentation import reports
+from services.core.presentation.results import RunOutcome
 
 log = logging.getLogger("kernelbot.gateway")
 

@@ -1,6 +1,7 @@
 """Waits for the ledger to project a change of one submission, whichever service's event it was: the dispatcher's
 decision on a new submission (the submit answers with it), and a held poll answered the moment its submission is
-done. (A change the front end publishes itself waits on the ledger's position instead: services/core/position.py.)"""
+done. (A change the front end publishes itself waits on the ledger's position instead:
+services/core/infrastructure/position.py.)"""
 
 from __future__ import annotations
 

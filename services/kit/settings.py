@@ -1,7 +1,7 @@
 """The settings every service shares (ServiceSettings: NATS, Postgres, pool, logs, metrics port), which each
 service's own settings class extends beside its service (services/<service>/settings.py; the open-data export's,
-shared by the gateway and the bot, in services/core/settings.py). Built at start-up and passed down; never read at
-import time."""
+shared by the gateway and the bot, in services/core/infrastructure/settings.py). Built at start-up and passed down;
+never read at import time."""
 
 from __future__ import annotations
 

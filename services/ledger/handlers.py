@@ -6,7 +6,7 @@ from typing import Any
 
 from faststream.nats import NatsRouter
 
-from services.core.position import LEDGER_CONSUMER
+from schemas.ledger_position import LEDGER_CONSUMER
 from services.kit.consumer import KitSlot
 from services.kit.runtime import ordered_batch_consumer
 from services.ledger import repository

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncpg
 
 from schemas.envelope import Event
-from services.core.position import POSITION_CHANNEL
+from schemas.ledger_position import POSITION_CHANNEL
 from services.ledger.archive_sql import ARCHIVE_STATEMENTS, STANDING_EVENTS, STANDING_REFRESH
 from services.ledger.projections import STATEMENT_ORDER, Plan, archive_rows, plan_batch, step_filter
 
@@ -147,7 +147,8 @@ async def apply_step(conn: asyncpg.Connection, plan: Plan, lo: int, hi: int, seq
 
 async def project_batch(conn: asyncpg.Connection, events: list[tuple[int, Event]], *, notify: bool = True) -> None:
     """Archive and project a batch of (stream sequence, event) inside the caller's transaction; with `notify`, also
-    announce the ledger's new position (services/core/position.py), delivered when the transaction commits."""
+    announce the ledger's new position (services/core/infrastructure/position.py), delivered when the transaction
+    commits."""
     await conn.execute(ARCHIVE, *archive_rows(events))
     for plan in plan_batch(events):
         await apply_step(conn, plan, plan.seqs[0], plan.seqs[-1], step_filter(plan.seqs), notify=notify)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import asyncpg
 
 from schemas.operations_events import RejudgeAction, RejudgeRequested
-from services.core import operations_repository as repository
+from services.core.readmodel import operator_reads
 from services.scorer import rejudge
 from services.scorer.scoring import BoardEntry
 from services.scorer.settings import ScorerSettings
@@ -30,7 +30,7 @@ class RankMove:
 
 async def build_request(conn: asyncpg.Connection, leaderboard: str, gpu: str | None, action: RejudgeAction,
                         requested_by: str, reason: str, same_hardware: bool = False) -> RejudgeRequested:
-    row = await repository.board(conn, leaderboard)
+    row = await operator_reads.board(conn, leaderboard)
     if row is None:
         raise RejudgeError(f"Leaderboard `{leaderboard}` does not exist.")
     if gpu is not None and gpu not in row["gpus"]:
@@ -85,7 +85,7 @@ async def wait_for_completion(conn: asyncpg.Connection, rejudge_id: str, timeout
     """The RejudgeCompleted the scorer records, once the ledger has it."""
     deadline = asyncio.get_running_loop().time() + timeout_s
     while True:
-        found = await repository.archived(conn, f"RejudgeCompleted:{rejudge_id}")
+        found = await operator_reads.archived(conn, f"RejudgeCompleted:{rejudge_id}")
         if found is not None:
             return found
         if asyncio.get_running_loop().time() > deadline:
@@ -95,7 +95,7 @@ async def wait_for_completion(conn: asyncpg.Connection, rejudge_id: str, timeout
 
 
 async def rerun_candidates(conn: asyncpg.Connection, request: RejudgeRequested) -> int:
-    return await repository.ranked_count(conn, request.leaderboard, request.gpu)
+    return await operator_reads.ranked_count(conn, request.leaderboard, request.gpu)
 
 
 async def hardware_spread(conn: asyncpg.Connection, leaderboard: str) -> dict[str, list[dict[str, str]]]:

@@ -4,7 +4,7 @@ Pure.
 Three rules, in order, each with its reason:
 
 - `roofline`: a case faster than its roofline floor (the task's declared bytes and operations over the GPU's peaks,
-  services/core/gpu_peaks.py), less the slack for rounding and timer granularity;
+  services/core/rules/gpu_peaks.py), less the slack for rounding and timer granularity;
 - `best-fraction`: a score below the operator's fraction of the board's best (KB_FLOOR_BEST_FRACTION; 0 is off);
 - `sibling`: where the task declares no roofline, one case far ahead of its siblings, the pattern that collapses a
   geometric mean (reference-kernels #159). Cases of one problem differ in size, so each case is compared with the
@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-from services.core.gpu_peaks import FLOOR_SLACK
+from services.core.rules.gpu_peaks import FLOOR_SLACK
 
 
 @dataclass(frozen=True)

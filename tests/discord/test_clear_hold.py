@@ -1,5 +1,5 @@
 """`/admin clear-hold`: the review path of held submissions from Discord, the same use case as the admin route and
-`kernelbot precheck clear` (services/core/precheck_review.py). The scorer's side, a rescore that ranks the cleared
+`kernelbot precheck clear` (services/core/admin/precheck_review.py). The scorer's side, a rescore that ranks the cleared
 submission, is tested end to end in tests/operate/test_floor_holds.py."""
 
 from __future__ import annotations

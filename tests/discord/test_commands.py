@@ -178,7 +178,7 @@ async def test_read_commands_answer_from_the_read_model(wire):
 
 async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_confirming(wire, platform):
     from schemas.events import SubmissionReceived
-    from services.core import read_model
+    from services.core.readmodel import board_reads, submission_reads
     from services.kit.bus import publish_all
 
     admin = Person(7009, "admin", roles=(int(wire.fake.role_named(ADMIN_ROLE)["id"]),))
@@ -191,17 +191,17 @@ async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_co
 
     pool = wire.client.ctx.pool
     for _ in range(200):  # the board is an event: wait until the ledger shows it
-        if await read_model.leaderboard(pool, "identity_py-dev") is not None:
+        if await board_reads.leaderboard(pool, "identity_py-dev") is not None:
             break
         await asyncio.sleep(0.05)
 
     # creating it again replaces it (as the gateway's POST /admin/leaderboards does), and it lives a year
-    first = await read_model.leaderboard(pool, "identity_py-dev")
+    first = await board_reads.leaderboard(pool, "identity_py-dev")
     again = wire.interact(admin, "admin", [{"name": "create-dev-leaderboard", "type": 1, "options": [
         option("directory", "examples/identity_py"), option("gpu", "cpu")]}])
     assert await wire.answer(again) == "✅ Created `identity_py-dev`."
     for _ in range(200):
-        replaced = await read_model.leaderboard(pool, "identity_py-dev")
+        replaced = await board_reads.leaderboard(pool, "identity_py-dev")
         if replaced is not None and replaced["id"] != first["id"]:
             break
         await asyncio.sleep(0.05)
@@ -215,12 +215,12 @@ async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_co
     assert "Type the leaderboard's name, `identity_py-dev`" in await wire.answer(delete_board("identity_py"))
     assert await wire.answer(delete_board("identity_py-dev")) == "✅ Deleted `identity_py-dev`."
 
-    submission_id = await read_model.next_submission_id(pool)
+    submission_id = await submission_reads.next_submission_id(pool)
     await publish_all(platform.nats_url, [SubmissionReceived(
         submission_id=submission_id, leaderboard="two_gpus", gpus=["unserved_gpu"], mode="test", user_id="42",
         user_name="someone", file_name="s.py", code="print(1)\n")])
     for _ in range(200):
-        if await read_model.submission(pool, submission_id) is not None:
+        if await submission_reads.submission(pool, submission_id) is not None:
             break
         await asyncio.sleep(0.05)
     delete = wire.interact(admin, "admin", [{"name": "delete-submission", "type": 1, "options": [
@@ -230,14 +230,14 @@ async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_co
     confirm = next(b["custom_id"] for b in buttons if b["label"] == "Delete")
     wire.click(Person(7010, "other"), delete, confirm, 2)  # only the admin who asked may confirm
     await asyncio.sleep(0.3)
-    assert await read_model.submission(pool, submission_id) is not None
+    assert await submission_reads.submission(pool, submission_id) is not None
     wire.click(admin, delete, confirm, 2)
     await wire.answer(delete, f"✅ Submission {submission_id} deleted.")
     for _ in range(200):
-        if await read_model.submission(pool, submission_id) is None:
+        if await submission_reads.submission(pool, submission_id) is None:
             break
         await asyncio.sleep(0.05)
-    assert await read_model.submission(pool, submission_id) is None
+    assert await submission_reads.submission(pool, submission_id) is None
 
 
 async def test_a_look_alike_admin_role_grants_nothing(wire):

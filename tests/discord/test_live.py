@@ -6,7 +6,8 @@ import asyncpg
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.core import read_model, reports, results
+from services.core.presentation import reports, results
+from services.core.readmodel import submission_reads
 from services.discord import texts
 from tests.discord.wire import Person, eventually, option, start_bot
 from tests.support.platform import identity_board
@@ -20,8 +21,8 @@ async def gateway_reports(database_url: str, submission_id: int, gpus: list[str]
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2,
                                      init=__import__("services.kit.db", fromlist=["x"])._init_connection)
     try:
-        outcomes = results.outcomes(await read_model.run_requests(pool, submission_id),
-                                    await read_model.submission_runs(pool, submission_id), gpus)
+        outcomes = results.outcomes(await submission_reads.run_requests(pool, submission_id),
+                                    await submission_reads.submission_runs(pool, submission_id), gpus)
     finally:
         await pool.close()
     return [reports.report(o.gpu, o.backend, o.mode, secret=o.secret, result=o.result)
@@ -134,7 +135,7 @@ async def test_long_report_is_cut_under_the_message_limit(wire, platform):
 
     eve = Person(8004, "eve")
     pool = wire.client.ctx.pool
-    submission_id = await read_model.next_submission_id(pool)
+    submission_id = await submission_reads.next_submission_id(pool)
     async with pool.acquire() as conn:  # a Discord submission whose reply is gone: only its thread is watched
         await repository.track_submission(
             conn, submission_id=submission_id, user_id=str(eve.user_id), user_name="eve", leaderboard="identity_py",
@@ -188,7 +189,7 @@ async def test_after_the_token_expires_the_outcome_is_posted_in_the_channel(wire
 
     frank = Person(8005, "frank")
     pool = wire.client.ctx.pool
-    submission_id = await read_model.next_submission_id(pool)
+    submission_id = await submission_reads.next_submission_id(pool)
     async with pool.acquire() as conn:
         await repository.track_submission(
             conn, submission_id=submission_id, user_id=str(frank.user_id), user_name="frank",

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 from problems import PROBLEMS_ROOT
 from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
-from services.core.hf_schedule import FILENAME, ExportSchedule
+from services.gateway.hf_schedule import FILENAME, ExportSchedule
 from services.gateway.settings import GatewaySettings
 from tests.discord.wire import Person, option, start_bot
 from tests.support.fakes.hf_hub import TOKEN

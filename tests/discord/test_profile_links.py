@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlparse
 
 from pydantic import SecretStr
 
-from services.core import artifact_links
+from services.core.rules import artifact_links
 from services.discord import reporting
 from services.discord.bot import profile_links
 from services.discord.settings import DiscordSettings

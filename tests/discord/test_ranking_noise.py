@@ -1,5 +1,5 @@
 """Rankings that say when two scores are the same: every front end marks an entry whose 95% interval overlaps the
-one ranked just above it, by one rule (services/core/noise.py): the API's `tied_within_noise`, `kernelbot
+one ranked just above it, by one rule (services/core/rules/noise.py): the API's `tied_within_noise`, `kernelbot
 leaderboard show`, Discord's `/leaderboard show` and the web page. The runs of a board on a GPU no backend serves
 are reported here, as a remote runner would, so each score's mean and error can be chosen."""
 

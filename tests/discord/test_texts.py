@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from services.core import podium
-from services.discord import texts
+from services.discord import podium, texts
 from services.discord.texts import Standing
 
 SCORE_S = 0.0000042  # 4.20 µs

@@ -10,7 +10,7 @@ import uuid
 
 from problems import PROBLEMS_ROOT
 from schemas.events import LeaderboardRankChanged, RankEntry
-from services.core import read_model
+from services.core.readmodel import board_reads
 from services.discord.bot import KernelBotClient
 from services.discord.settings import DiscordSettings
 from services.discord.texts import score_text
@@ -50,7 +50,7 @@ async def add_boards(wire, platform, *boards) -> None:
 
 async def board_shown(pool, name: str) -> dict:
     for _ in range(400):  # a board is an event: wait until the ledger shows it
-        row = await read_model.leaderboard(pool, name)
+        row = await board_reads.leaderboard(pool, name)
         if row is not None:
             return row
         await asyncio.sleep(0.05)

@@ -11,7 +11,7 @@ import asyncpg
 
 from problems import PROBLEMS_ROOT
 from schemas.events import LeaderboardUpdated
-from services.core import read_model
+from services.core.readmodel import board_reads
 from services.kit.bus import publish_all
 from tests.discord.wire import Person, eventually, option
 from tests.support.platform import identity_board
@@ -30,7 +30,7 @@ def admin_command(wire, person: Person, name: str, *options: dict, **extra) -> s
 
 async def board_shown(wire, name: str) -> dict:
     for _ in range(400):  # a board is an event: wait until the ledger shows it
-        row = await read_model.leaderboard(wire.client.ctx.pool, name)
+        row = await board_reads.leaderboard(wire.client.ctx.pool, name)
         if row is not None:
             return row
         await asyncio.sleep(0.05)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.core import artifact_links
+from services.core.rules import artifact_links
 from tests.support.oauth_platform import hidden_fields
 from tests.support.platform import ADMIN_TOKEN, Platform
 from tests.support.popcorn_profile import extract, profile_request, read_stream

@@ -8,7 +8,7 @@ import asyncio
 import httpx
 
 from schemas.credentials import cli_id_hash
-from services.core import read_model as repository
+from services.core.readmodel import poll_reads
 from services.kit.db import create_pool
 from tests.gateway.conftest import CODE, cli, new_user
 from tests.support.events import archived, query
@@ -21,7 +21,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 async def polled(database_url: str, presented: str, submission_id: int):
     pool = await create_pool(database_url, 1)
     try:
-        return await repository.poll(pool, presented, submission_id)
+        return await poll_reads.poll(pool, presented, submission_id)
     finally:
         await pool.close()
 

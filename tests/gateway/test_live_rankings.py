@@ -22,7 +22,7 @@ import nats
 from schemas.envelope import Event
 from schemas.events import ScoreComputed, SubmissionReceived
 from schemas.streams import EVENTS
-from services.core.position import LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
 from services.kit.bus import MSG_ID_HEADER, encode
 from services.kit.db import create_pool
 from tests.gateway.admission import admin

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.core.credentials import cli_id_hash
+from schemas.credentials import cli_id_hash
 from services.gateway import registration
 from services.gateway.registration import Existing, RegistrationRefused
 from services.gateway.web.session import Signer

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from services.core import read_model as repository
+from services.core.readmodel import poll_reads
 from services.gateway import hot_polls
 from services.gateway.routes.user import _view
 from services.kit.db import create_pool
@@ -15,7 +15,7 @@ from tests.gateway.conftest import CODE, cli, new_user
 async def both_views(database_url: str, cli_id: str, user_id: str, submission_id: int) -> tuple[dict, dict]:
     pool = await create_pool(database_url, 1)
     try:
-        row = await repository.poll(pool, cli_id, submission_id)
+        row = await poll_reads.poll(pool, cli_id, submission_id)
         return hot_polls.view_of(row), await _view(pool, submission_id, user_id)
     finally:
         await pool.close()

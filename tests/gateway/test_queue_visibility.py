@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from services.core import views
+from services.core.presentation import views
 from tests.gateway.conftest import CODE, new_user
 from tests.support.events import query
 

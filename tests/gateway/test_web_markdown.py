@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 from problems import PROBLEMS_ROOT
 from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
-from services.core import reports
+from services.core.presentation import reports
 from tests.gateway.test_web_pages import FAST, browser, in_thread, page  # noqa: F401 - fixtures
 from tests.support.platform import Platform
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.core.noise import Interval, score_interval, ties_with_above
+from services.core.rules.noise import Interval, score_interval, ties_with_above
 from services.gateway.web.charts import Attempt, best_over_time, records
 from services.gateway.web.stats import format_seconds
 from tests.support.platform import Platform, identity_board

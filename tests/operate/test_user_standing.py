@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from services.core import read_model
+from services.core.readmodel import board_reads, standing_reads
 from services.kit.db import apply_migrations, create_pool
 from services.ledger.repository import project_batch
 from tests.operate.test_standings import BOARD, GPU, T0, submission_events, users
@@ -22,14 +22,14 @@ async def standings_and_ranking(database_url: str, events) -> tuple[dict, dict, 
             await conn.execute("TRUNCATE leaderboards, users, submissions, jobs, run_requests, runs, scores, "
                                "standings, standing_versions, precheck_verdicts, event_archive RESTART IDENTITY")
             await project_batch(conn, list(enumerate([identity_board(BOARD, [GPU]), *PEOPLE, *events], start=1)))
-        board = (await read_model.leaderboard(pool, BOARD))["id"]
+        board = (await board_reads.leaderboard(pool, BOARD))["id"]
         ranking = {r["user_id"]: (r["submission_id"], r["rank"])
-                   for r in await read_model.ranking(pool, board, GPU, None, 0)}
+                   for r in await standing_reads.ranking(pool, board, GPU, None, 0)}
         mine = {}
         for person in PEOPLE:
-            row = await read_model.user_standing(pool, board, GPU, person.user_id)
+            row = await standing_reads.user_standing(pool, board, GPU, person.user_id)
             mine[person.user_id] = (row["submission_id"], row["rank"])
-        nobody = await read_model.user_standing(pool, board, GPU, "no-such-user")
+        nobody = await standing_reads.user_standing(pool, board, GPU, "no-such-user")
         return ranking, mine, nobody
     finally:
         await pool.close()

@@ -237,7 +237,7 @@ def test_update_problems_and_dev_leaderboards_and_deleting_them(platform, checko
     assert create({"directory": "matmul_cu", "visibility": "closed"}).status_code == 200
     assert not visible(9001)
     assert platform.boards()["matmul_cu-dev"]["visibility"] == "closed"
-    # a dev board lives a year, from both front ends (services.core.dev_boards; the bot's test checks its side)
+    # a dev board lives a year, from both front ends (services.core.admin.dev_boards; the bot's test checks its side)
     deadline = datetime.fromisoformat(platform.boards()["matmul_cu-dev"]["deadline"])
     assert timedelta(days=364) < deadline - datetime.now(UTC) <= timedelta(days=365)
 

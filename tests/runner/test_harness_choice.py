@@ -17,9 +17,9 @@ from runner.task.competition import CompetitionFileError, load_competition
 from runner.task.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
 from runner.task.payload import build_payload
 from runner.task.taskfile import TaskFileError, load_problem
-from services.core.longreport import long_report
+from services.core.presentation.longreport import long_report
+from services.core.presentation.reports import render_text
 from services.core.problems.sync import plan_sync
-from services.core.reports import render_text
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
 VECTORADD = FIXTURE / "pmpp_v2" / "vectoradd_py"

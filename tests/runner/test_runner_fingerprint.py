@@ -14,7 +14,7 @@ import pytest
 
 from runner.host import nvml, sysinfo
 from runner.stages.execute import execute
-from services.core.reports import report
+from services.core.presentation.reports import report
 from tests.support.fakes.host import FakeHost
 
 TIMED_HARNESS = """

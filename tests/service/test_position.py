@@ -7,9 +7,10 @@ import asyncio
 import asyncpg
 
 from problems import PROBLEMS_ROOT
+from schemas.ledger_position import LEDGER_CONSUMER, POSITION_CHANNEL
 from services.cli.bundled import leaderboards_from_competition
-from services.core import read_model
-from services.core.position import LEDGER_CONSUMER, POSITION_CHANNEL, LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
+from services.core.readmodel import board_reads
 from services.kit.db import create_pool
 from services.ledger.handlers import kit as ledger_kit
 from services.ledger.handlers import router as ledger_router
@@ -33,7 +34,7 @@ async def test_a_wait_ends_when_the_ledger_has_applied_the_sequence(service_data
             waiting = asyncio.create_task(position.reached(last, 5.0))
             await bus.settle()
             assert await waiting  # woken by the batch's announcement
-            assert await read_model.leaderboard(pool, "vectoradd_py") is not None  # and the change is readable
+            assert await board_reads.leaderboard(pool, "vectoradd_py") is not None  # and the change is readable
     finally:
         await position.stop()
         await pool.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.core.display_names import display_name
+from services.core.rules.display_names import display_name
 
 
 @pytest.mark.parametrize(("provider", "profile", "shown"), [

@@ -10,7 +10,7 @@ import pytest
 from runner.task.taskfile import TaskFileError, load_problem
 from schemas.contracts import RooflineCase
 from schemas.events import PlannedRun
-from services.core import gpu_peaks
+from services.core.rules import gpu_peaks
 from services.dispatcher import planning
 from services.dispatcher.catalogue import CatalogueError, build_catalogue
 from services.scorer.floor import FloorRules, Measured, hold, per_case_median

@@ -9,9 +9,15 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from services.core.dataset import active_competitions, best_per_code
-from services.core.hf_export import ExportNotConfigured, ExportRefused, check_request, destination, write_parquet
-from services.core.hf_schedule import ExportSchedule
+from services.core.opendata.dataset import active_competitions, best_per_code
+from services.core.opendata.hf_export import (
+    ExportNotConfigured,
+    ExportRefused,
+    check_request,
+    destination,
+    write_parquet,
+)
+from services.gateway.hf_schedule import ExportSchedule
 from services.gateway.settings import GatewaySettings
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.core import reports
+from services.core.presentation import reports
 from services.dispatcher.planning import plan_runs
 from services.scorer import rescoring, scoring
 from services.scorer.scoring import RunVerdict

@@ -13,10 +13,10 @@ from datetime import UTC, datetime
 from runner.profilers.bundle import bundle, case_directory
 from runner.profilers.torch_table import table_csv
 from schemas.contracts import ProfileOptions
-from services.core import artifact_links
 from services.core.admission import policy
 from services.core.admission.policy import LeaderboardView
-from services.core.results import RunOutcome
+from services.core.presentation.results import RunOutcome
+from services.core.rules import artifact_links
 from services.gateway import profile_answer, sse
 
 BOARD = LeaderboardView(name="qr", gpus=("B200",), deadline=datetime(2100, 1, 1, tzinfo=UTC), lang="py",

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from services.core import reports
-from services.core.longreport import File, Link, Log, Text, long_report
+from services.core.presentation import reports
+from services.core.presentation.longreport import File, Link, Log, Text, long_report
 
 RESULTS = json.loads((Path(__file__).parents[1] / "fixtures" / "run_results.json").read_text())
 

@@ -1,10 +1,10 @@
-"""The one read-your-own-write wait (services.core.settle) that the gateway and the bot share."""
+"""The one read-your-own-write wait (services.core.infrastructure.settle) that the gateway and the bot share."""
 
 from __future__ import annotations
 
 import asyncio
 
-from services.core import settle
+from services.core.infrastructure import settle
 
 
 def test_until_returns_the_first_truthy_answer_of_the_probe():

@@ -1,4 +1,4 @@
-"""The submit use case both front ends translate into (services.core.admission.submit): what the preliminary
+"""The submit use case both front ends translate into (services.core.submission.submit): what the preliminary
 admission lets through, and the SubmissionReceived it records. Pure: the read model's facts are given."""
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
+from typing import cast
 
 # Reassigning any of these (or an attribute below them) moves the clock or the synchronisation the harness trusts.
 TIMING_APIS = (
@@ -71,7 +73,7 @@ def _touches_timing(target: str) -> bool:
 
 
 class _Reader:
-    def __init__(self, aliases: dict[str, str], quiet: set[int], chained: set[int] = frozenset()) -> None:
+    def __init__(self, aliases: dict[str, str], quiet: set[int], chained: AbstractSet[int] = frozenset()) -> None:
         self.aliases = aliases
         self.quiet = quiet  # ids of docstrings and of constants compared with (`__name__ == "__main__"`)
         self.chained = chained  # ids of names and attributes inside a longer chain: the chain is judged whole
@@ -248,8 +250,9 @@ def _aliases(nodes: list[ast.AST]) -> dict[str, str]:
     for _ in range(2):
         for node in assignments:
             name = reader.qualname(node.value)
-            if name and name.split(".")[0] in aliases and name != node.targets[0].id:
-                aliases[node.targets[0].id] = name
+            target = cast(ast.Name, node.targets[0])  # only single-name assignments were collected
+            if name and name.split(".")[0] in aliases and name != target.id:
+                aliases[target.id] = name
     return aliases
 
 

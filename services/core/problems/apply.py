@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from schemas.envelope import Event
-from services.core.position import LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
 from services.core.problems import archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import SyncPlan, plan_sync

@@ -13,6 +13,7 @@ import re
 import tarfile
 import zipfile
 from pathlib import Path, PurePosixPath
+from typing import IO, cast
 from urllib.parse import quote
 
 import httpx
@@ -72,7 +73,8 @@ def _members(data: bytes):
         with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as archive:
             for member in archive:
                 yield member.name, member.size, member.isreg(), (
-                    lambda member=member: archive.extractfile(member).read())
+                    # read only when isreg(), so extractfile gives a file
+                    lambda member=member: cast(IO[bytes], archive.extractfile(member)).read())
     except tarfile.ReadError as exc:
         raise ArchiveError(f"not a zip or tar archive: {exc}") from exc
 

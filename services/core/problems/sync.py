@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from runner.task.competition import (
     CompetitionEntry,
@@ -76,11 +76,12 @@ class SyncPlan:
         if isinstance(event, PrecheckPolicySet):
             self.errors.append({"name": event.leaderboard, "error": f"precheck outcomes not stored: {error}"})
             return
-        verb = "create" if isinstance(event, LeaderboardCreated) else "update"
+        board = cast(LeaderboardCreated | LeaderboardUpdated, event)  # a sync publishes no other kind of event
+        verb = "create" if isinstance(board, LeaderboardCreated) else "update"
         listed = self.created if verb == "create" else self.updated
-        if event.name in listed:
-            listed.remove(event.name)
-        self.errors.append({"name": event.name, "error": f"{verb} failed: {error}"})
+        if board.name in listed:
+            listed.remove(board.name)
+        self.errors.append({"name": board.name, "error": f"{verb} failed: {error}"})
 
 
 def name_problem(name: str) -> str | None:

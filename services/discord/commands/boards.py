@@ -8,11 +8,13 @@ from datetime import UTC, datetime
 
 import discord
 
-from services.core import dev_boards, read_model, settle
+from services.core.admin import dev_boards
+from services.core.infrastructure import settle
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository
 from services.core.problems.sync import ProblemSetNotFound, name_problem
+from services.core.readmodel import board_reads
 from services.discord.commands import problem_dirs
 from services.discord.commands.common import is_admin, reply
 
@@ -57,7 +59,7 @@ async def create_dev_leaderboard(ctx, interaction: discord.Interaction, director
 
 async def delete_leaderboard(ctx, interaction: discord.Interaction, leaderboard: str, confirm_name: str,
                              force: bool = False) -> None:
-    row = await read_model.leaderboard(ctx.pool, leaderboard)
+    row = await board_reads.leaderboard(ctx.pool, leaderboard)
     if row is None:
         await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
         return

@@ -6,7 +6,8 @@ import discord
 from discord import app_commands
 
 from schemas.contracts import SUBMISSION_MARKER
-from services.core import noise, ranking_repository, read_model
+from services.core.readmodel import board_reads, standing_reads, submission_reads
+from services.core.rules import noise
 from services.discord import texts
 from services.discord.commands.common import public_board_named, reply, text_file
 
@@ -57,7 +58,7 @@ def list_pages(rows) -> list[str]:
 
 def ranking_pages(board: str, gpu: str, ranking) -> list[str]:
     """One GPU's ranking, RANKING_SIZE ranks a page, each page titled with the GPU and where it is; an entry tied
-    within noise with the one above is marked as on every front end (services/core/noise.py)."""
+    within noise with the one above is marked as on every front end (services/core/rules/noise.py)."""
     ties = noise.ranking_noise([r["stage_result"] for r in ranking], ranking[0]["ranking_by"] if ranking else "")
     lines = [f"{noise.TIE_MARK + ' ' if tie.tied_within_noise else ''}"
              f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
@@ -91,7 +92,7 @@ def language_autocomplete(ctx):
 
 async def _board(ctx, interaction: discord.Interaction, name: str):
     """The leaderboard if the user may read it; a closed one only through popcorn-cli with an invite."""
-    row = await read_model.leaderboard(ctx.pool, name)
+    row = await board_reads.leaderboard(ctx.pool, name)
     if row is None:
         await reply(interaction, f"❌ Leaderboard `{name}` does not exist.")
         return None
@@ -102,7 +103,7 @@ async def _board(ctx, interaction: discord.Interaction, name: str):
 
 
 async def list_boards(ctx, interaction: discord.Interaction) -> None:
-    pages = list_pages(await read_model.leaderboards(ctx.pool))
+    pages = list_pages(await board_reads.leaderboards(ctx.pool))
     view = Pages(pages, interaction.user.id) if len(pages) > 1 else None
     await reply(interaction, pages[0], view=view)
 
@@ -117,7 +118,7 @@ async def show(ctx, interaction: discord.Interaction, leaderboard: str, gpu: str
         return
     pages = []
     for name in [gpu] if gpu else gpus:
-        _, ranking = await ranking_repository.ranking_with_results(ctx.pool, row["id"], name,
+        _, ranking = await standing_reads.ranking_with_results(ctx.pool, row["id"], name,
                                                                    RANKING_SIZE * RANKING_PAGES)
         pages.extend(ranking_pages(row["name"], name, ranking))
     pages = pages or [f"**{row['name']}** runs on no GPU."]
@@ -129,7 +130,7 @@ async def show_personal(ctx, interaction: discord.Interaction, leaderboard: str)
     row = await _board(ctx, interaction, leaderboard)
     if row is None:
         return
-    mine = await read_model.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
+    mine = await submission_reads.user_submissions(ctx.pool, str(interaction.user.id), row["id"], 20, 0)
     lines = [f"`{s['id']}` {s['file_name']} · {s['submitted_at']:%Y-%m-%d %H:%M} · "
              + (", ".join(f"{r['gpu_type']}: {texts.score_text(r['score'])}" for r in s["runs"]) or "unranked")
              for s in mine]
@@ -167,7 +168,7 @@ async def template(ctx, interaction: discord.Interaction, leaderboard: str, lang
 
 
 async def own_submission(ctx, interaction: discord.Interaction, submission_id: int) -> None:
-    row = await read_model.submission(ctx.pool, submission_id)
+    row = await submission_reads.submission(ctx.pool, submission_id)
     if row is None or str(row["user_id"]) != str(interaction.user.id):
         await reply(interaction, "❌ Submission not found among yours.")
         return
@@ -180,7 +181,7 @@ async def help_text(_ctx, interaction: discord.Interaction) -> None:
 
 
 async def submission_summary(ctx, row, *, include_secret: bool) -> str:
-    runs = await read_model.submission_runs(ctx.pool, row["id"])
+    runs = await submission_reads.submission_runs(ctx.pool, row["id"])
     lines = [f"**Submission {row['id']}** · `{row['leaderboard_name']}` · {row['mode']} · {row['user_name']} · "
              f"{row['job_status'] or 'initial'}" + (f": {row['job_error']}" if row["job_error"] else "")]
     for run in runs:

@@ -8,8 +8,8 @@ import logging
 import discord
 from discord import app_commands
 
-from services.core import read_model
 from services.core.admission import policy
+from services.core.readmodel import board_reads
 from services.discord import repository
 from services.discord.layout import ADMIN_ROLE, CREATOR_ROLE
 
@@ -107,7 +107,7 @@ def board_autocomplete(ctx):
 async def public_board_named(ctx, interaction: discord.Interaction):
     """The public leaderboard the same command's `leaderboard` option names, for completing its other options."""
     name = getattr(interaction.namespace, "leaderboard", None)
-    row = await read_model.leaderboard(ctx.pool, name) if name else None
+    row = await board_reads.leaderboard(ctx.pool, name) if name else None
     return row if row is not None and row["visibility"] == "public" else None
 
 

@@ -12,8 +12,10 @@ import uuid
 import discord
 
 from schemas.events import SubmissionDeleted, UserRenamed
-from services.core import policy_changes, read_model, settle
-from services.core import precheck_review as review
+from services.core.admin import policy_changes
+from services.core.admin import precheck_review as review
+from services.core.infrastructure import settle
+from services.core.readmodel import submission_reads
 from services.discord import repository as bot_repository
 from services.discord.commands.browse import submission_summary
 from services.discord.commands.common import reply, text_file
@@ -42,7 +44,7 @@ class Confirm(discord.ui.View):
 
 async def submission_or_reply(ctx, interaction: discord.Interaction, submission_id: int):
     """The submission's read-model row; None once the admin has been told it does not exist."""
-    row = await read_model.submission(ctx.pool, submission_id)
+    row = await submission_reads.submission(ctx.pool, submission_id)
     if row is None:
         await reply(interaction, "❌ Submission not found.")
     return row
@@ -83,7 +85,7 @@ async def clear_hold(ctx, interaction: discord.Interaction, submission_id: int, 
 
 async def _moderate(ctx, interaction: discord.Interaction, user: discord.User | None, user_id: str | None,
                     banned: bool) -> str | None:
-    """The shared ban (services.core.policy_changes) of a Discord user or of any user the platform knows by id or
+    """The shared ban (services.core.admin.policy_changes) of a Discord user or of any user the platform knows by id or
     name (a popcorn-cli user signed in with GitHub has no Discord account); their name once the read model shows
     it, None once the admin has been told why not."""
     if (user is None) == (user_id is None):

@@ -7,7 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import discord
 
-from services.core import admin_repository, hf_export, policy_changes, read_model, views
+from services.core.admin import policy_changes
+from services.core.opendata import hf_export
+from services.core.presentation import views
+from services.core.readmodel import admin_reads, board_reads
 from services.discord import forum
 from services.discord import repository as bot_repository
 from services.discord.commands.common import reply, text_file
@@ -28,12 +31,12 @@ async def start(ctx, interaction: discord.Interaction) -> None:
 async def stats(ctx, interaction: discord.Interaction, last_day_only: bool = False,
                 leaderboard: str | None = None) -> None:
     # the gateway's use case (GET /admin/stats, upstream's show-stats): the same figures wherever asked
-    board = await read_model.leaderboard(ctx.pool, leaderboard) if leaderboard else None
+    board = await board_reads.leaderboard(ctx.pool, leaderboard) if leaderboard else None
     if leaderboard and board is None:
         await reply(interaction, f"❌ Leaderboard `{leaderboard}` does not exist.")
         return
     since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
-    found = views.stats(*await admin_repository.stats(ctx.pool, since, board["id"] if board else None),
+    found = views.stats(*await admin_reads.stats(ctx.pool, since, board["id"] if board else None),
                         last_day=last_day_only)
     lines = "\n".join(f"{key} = {value}" for key, value in found.items())
     if len(lines) <= 1900:
@@ -46,7 +49,7 @@ async def export_hf(ctx, interaction: discord.Interaction, leaderboards: str, fi
                     private: bool = True, ranked_only: bool = False) -> None:
     await interaction.response.defer(ephemeral=True, thinking=True)
     names = [n.strip() for n in leaderboards.split(",") if n.strip()]
-    rows = [await read_model.leaderboard(ctx.pool, name) for name in names]
+    rows = [await board_reads.leaderboard(ctx.pool, name) for name in names]
     unknown = [name for name, row in zip(names, rows, strict=True) if row is None]
     if unknown or not names:
         await reply(interaction, f"❌ No such leaderboard: {', '.join(unknown) or '(none named)'}")

@@ -1,4 +1,4 @@
-"""`/leaderboard submit test|benchmark|profile|ranked`: the submit use case (services.core.admission.submit), recorded
+"""`/leaderboard submit test|benchmark|profile|ranked`: the submit use case (services.core.submission.submit), recorded
 and answered with a live message."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import discord
 
-from services.core import read_model
 from services.core.admission import policy
-from services.core.admission import submit as submit_case
+from services.core.readmodel import submission_reads
+from services.core.submission import submit as submit_case
 from services.discord import admission, repository, texts
 from services.discord.commands.common import refusal_text, reply
 from services.kit.bus import PublishFailed, publish
@@ -87,7 +87,7 @@ async def _ask_gpus(interaction: discord.Interaction, board: str, gpus: list[str
 
 async def record(ctx, interaction: discord.Interaction, admitted: submit_case.Admission) -> None:
     """Record an admitted submission and make the interaction's answer its live message."""
-    submission_id = await read_model.next_submission_id(ctx.pool)
+    submission_id = await submission_reads.next_submission_id(ctx.pool)
     original = await interaction.original_response()
     who, gpus, mode = admitted.submitter, list(admitted.entry.gpus), admitted.admitted.mode
     # Stored before the event exists, so its first update already finds where to write.

@@ -1,7 +1,7 @@
 """Is the platform working? `/ping`; `/verifydb`, a database round trip; `/verifyruns`, a known solution on a
 leaderboard's GPUs; and `/admin verify-task` (also `/verify-task`, upstream's name), a problem's
 solutions/correct and solutions/wrong run on a scratch leaderboard, each expected to pass or fail as its folder
-says. The runs go through the submit use case (services.core.admission.submit), as any submission does."""
+says. The runs go through the submit use case (services.core.submission.submit), as any submission does."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import discord
 
 from problems import PROBLEMS_ROOT
 from schemas.events import LeaderboardCreated
-from services.core import read_model, settle
 from services.core.admission import policy
+from services.core.infrastructure import settle
+from services.core.readmodel import board_reads, submission_reads
 from services.discord import admission, repository
 from services.discord.commands import problem_dirs
 from services.discord.commands.boards import delete_board
@@ -80,7 +81,7 @@ async def verify_task(ctx, interaction: discord.Interaction, directory: str, gpu
         board = await _created(ctx, created)
         report = await _verify(ctx, interaction, board["name"], gpu, VERIFY_MODES[mode], root, solutions)
     finally:
-        board = await read_model.leaderboard(ctx.pool, name)
+        board = await board_reads.leaderboard(ctx.pool, name)
         if board is not None:
             await delete_board(ctx, board, force=True)
     await reply(interaction, f"**verify-task `{directory}` on {gpu}**\n```\n" + "\n".join(report) + "\n```")
@@ -89,7 +90,7 @@ async def verify_task(ctx, interaction: discord.Interaction, directory: str, gpu
 async def _created(ctx, created: LeaderboardCreated, timeout_s: float = 30.0):
     """Publish the scratch board and wait until the ledger has projected it."""
     await settle.publish_and_settle(ctx.broker, created, ctx.position, timeout_s)
-    row = await read_model.leaderboard(ctx.pool, created.name)
+    row = await board_reads.leaderboard(ctx.pool, created.name)
     if row is None:
         raise TimeoutError(f"the board {created.name} did not appear")
     return row
@@ -109,18 +110,18 @@ async def _verify(ctx, interaction, board: str, gpu: str, modes: list[str], root
             except policy.Refused as refused:
                 report.append(f"❌ {label:28} {mode}: refused: {refused.refusal.detail}")
                 continue
-            submission_id = await read_model.next_submission_id(ctx.pool)
+            submission_id = await submission_reads.next_submission_id(ctx.pool)
             await publish(ctx.broker, admitted.received(submission_id))
             submitted[submission_id] = (label, mode, solution.parent.name == "correct")
     deadline = asyncio.get_running_loop().time() + VERIFY_WAIT_S
     pending = dict(submitted)
     while pending and asyncio.get_running_loop().time() < deadline:
         for submission_id, (label, mode, should_pass) in list(pending.items()):
-            row = await read_model.submission(ctx.pool, submission_id)
+            row = await submission_reads.submission(ctx.pool, submission_id)
             if row is None or not (row["done"] or row["status"] == "rejected"):
                 continue
             del pending[submission_id]
-            runs = await read_model.submission_runs(ctx.pool, submission_id)
+            runs = await submission_reads.submission_runs(ctx.pool, submission_id)
             passed = row["job_status"] == "succeeded" and bool(runs) and all(r["passed"] for r in runs)
             verdict = "passed" if passed else "failed"
             if passed == should_pass:

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, HTTPException
 from pydantic import BaseModel
 
 from schemas.auth_events import WebAuthIdSet
+from schemas.credentials import cli_id_hash
 from schemas.events import CliUserRegistered
-from services.core import read_model as repository
-from services.core.credentials import cli_id_hash
+from services.core.readmodel import user_reads
 from services.gateway.deps import Broker, Pool, require_admin
 from services.gateway.routes import admin_policy, admin_precheck, admin_submissions
 from services.kit.bus import publish
@@ -37,7 +37,7 @@ async def register_user(body: NewUser, pool: Pool, broker: Broker) -> dict:
     if any("\x00" in (value or "") for value in (body.user_id, body.user_name, body.cli_id, body.web_auth_id)):
         raise HTTPException(400, "Invalid request: a field contains a NUL character")
     cli_id = body.cli_id or secrets.token_urlsafe(24)
-    owner = await repository.cli_owner(pool, cli_id)
+    owner = await user_reads.cli_owner(pool, cli_id)
     if owner is not None and owner != body.user_id:
         raise HTTPException(400, "cli_id already in use")
     web_digest = cli_id_hash(body.web_auth_id) if body.web_auth_id else None
@@ -67,7 +67,7 @@ async def set_web_auth_id(user_id: str, body: WebId, pool: Pool, broker: Broker)
     web_id = body.web_auth_id or secrets.token_urlsafe(24)
     if len(web_id) < MIN_WEB_ID_CHARS:
         raise HTTPException(400, f"web_auth_id must be at least {MIN_WEB_ID_CHARS} characters")
-    owner = await repository.user_by_web(pool, web_id)
+    owner = await user_reads.user_by_web(pool, web_id)
     if owner is not None and owner["user_id"] != user_id:
         raise HTTPException(400, "web_auth_id already in use")
     await publish(broker, WebAuthIdSet(user_id=user_id, user_name=body.user_name,

@@ -15,8 +15,10 @@ from schemas.policy_events import (
     RateLimitCleared,
     RateLimitSet,
 )
-from services.core import admin_repository, policy_changes, views
+from services.core.admin import policy_changes
 from services.core.admission import policy
+from services.core.presentation import views
+from services.core.readmodel import admin_reads
 from services.gateway import boards
 from services.gateway.changes import bad_request, change_id, field, integer, publish_and_settle, text
 from services.gateway.deps import Pool
@@ -91,7 +93,7 @@ async def set_visibility(leaderboard: str, request: Request, pool: Pool, body: J
 
 
 async def _limits(pool, board) -> dict[str, dict]:
-    return {row["mode_category"]: views.rate_limit(row) for row in await admin_repository.rate_limits(pool, board["id"])}
+    return {row["mode_category"]: views.rate_limit(row) for row in await admin_reads.rate_limits(pool, board["id"])}
 
 
 @router.put("/leaderboards/{leaderboard}/rate-limits")
@@ -154,13 +156,13 @@ async def create_invites(request: Request, pool: Pool, body: JsonBody = None) ->
 @router.get("/leaderboards/{leaderboard}/invites")
 async def list_invites(leaderboard: str, pool: Pool) -> dict:
     board = await boards.existing(pool, leaderboard)
-    invites = [views.invite(row) for row in await admin_repository.board_invites(pool, board["id"])]
+    invites = [views.invite(row) for row in await admin_reads.board_invites(pool, board["id"])]
     return {"status": "ok", "leaderboard": board["name"], "invites": invites}
 
 
 @router.delete("/invites/{code}")
 async def revoke_invite(code: str, request: Request, pool: Pool) -> dict:
-    found = await admin_repository.invite(pool, code)
+    found = await admin_reads.invite(pool, code)
     if found is None:
         raise HTTPException(404, "Invalid invite code")
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Request
 
-from services.core import operations_repository as repository
-from services.core import precheck_review as precheck
+from services.core.admin import precheck_review as precheck
+from services.core.readmodel import operator_reads
 from services.gateway.changes import field, publish_and_settle
 from services.gateway.deps import Pool
 
@@ -23,9 +23,9 @@ def _http(error: precheck.PrecheckError) -> HTTPException:
 
 @router.get("/leaderboards/{leaderboard}/precheck")
 async def show_policy(leaderboard: str, pool: Pool) -> dict:
-    if await repository.board(pool, leaderboard) is None:
+    if await operator_reads.board(pool, leaderboard) is None:
         raise HTTPException(404, f"Leaderboard `{leaderboard}` does not exist.")
-    return {"status": "ok", "rules": precheck.policy_view(await repository.precheck_policy(pool, leaderboard))}
+    return {"status": "ok", "rules": precheck.policy_view(await operator_reads.precheck_policy(pool, leaderboard))}
 
 
 @router.put("/leaderboards/{leaderboard}/precheck")
@@ -37,12 +37,12 @@ async def set_policy(leaderboard: str, request: Request, pool: Pool, body: JsonB
         raise _http(error) from error
 
     await publish_and_settle(request, event)
-    return {"status": "ok", "rules": precheck.policy_view(await repository.precheck_policy(pool, leaderboard))}
+    return {"status": "ok", "rules": precheck.policy_view(await operator_reads.precheck_policy(pool, leaderboard))}
 
 
 @router.get("/submissions/{submission_id}/precheck")
 async def show_verdict(submission_id: int, pool: Pool) -> dict:
-    view = precheck.verdict_view(await repository.precheck_verdict(pool, submission_id))
+    view = precheck.verdict_view(await operator_reads.precheck_verdict(pool, submission_id))
     if view is None:
         raise HTTPException(404, f"Submission {submission_id} has no pre-check verdict")
     return {"status": "ok", "submission_id": submission_id, "precheck": view}
@@ -63,6 +63,6 @@ async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: 
 
     await publish_and_settle(request, event)
     return {"status": "ok", "submission_id": submission_id,
-            "submission_status": await repository.submission_status(pool, submission_id),
-            "precheck": precheck.verdict_view(await repository.precheck_verdict(pool, submission_id)),
-            "floor_holds": precheck.holds_view(await repository.floor_holds(pool, submission_id))}
+            "submission_status": await operator_reads.submission_status(pool, submission_id),
+            "precheck": precheck.verdict_view(await operator_reads.precheck_verdict(pool, submission_id)),
+            "floor_holds": precheck.holds_view(await operator_reads.floor_holds(pool, submission_id))}

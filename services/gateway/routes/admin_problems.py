@@ -22,7 +22,8 @@ from runner.task.taskfile import TASK_FILE_NAME, TaskFileError, load_problem
 from schemas.envelope import Event
 from schemas.events import LeaderboardCreated, LeaderboardDeleted, LeaderboardUpdated
 from schemas.precheck_events import PrecheckPolicySet
-from services.core import dev_boards, settle
+from services.core.admin import dev_boards
+from services.core.infrastructure import settle
 from services.core.problems import apply
 from services.core.problems import archive as problem_archive
 from services.core.problems import repository as problems_repository

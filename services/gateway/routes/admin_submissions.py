@@ -10,10 +10,10 @@ from fastapi import APIRouter, Body, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse
 
 from schemas.events import SubmissionDeleted
-from services.core import admin_repository, hf_export, views
-from services.core import operations_repository as operate_repository
-from services.core import precheck_review as precheck
-from services.core import read_model as repository
+from services.core.admin import precheck_review as precheck
+from services.core.opendata import hf_export
+from services.core.presentation import views
+from services.core.readmodel import admin_reads, operator_reads, submission_reads
 from services.gateway import boards, intake
 from services.gateway.changes import bad_request, field, publish_and_settle
 from services.gateway.deps import CurrentUser, Pool
@@ -27,19 +27,19 @@ JsonBody = Annotated[Any, Body()]
 async def stats(pool: Pool, last_day_only: bool = False, leaderboard_name: str | None = None) -> dict:
     leaderboard_id = (await boards.existing(pool, leaderboard_name))["id"] if leaderboard_name else None
     since = datetime.now(UTC) - timedelta(days=1) if last_day_only else None
-    totals, by_gpu, by_user = await admin_repository.stats(pool, since, leaderboard_id)
+    totals, by_gpu, by_user = await admin_reads.stats(pool, since, leaderboard_id)
     return {"status": "ok", "stats": views.stats(totals, by_gpu, by_user, last_day=last_day_only)}
 
 
 @router.get("/submissions/{submission_id}")
 async def show_submission(submission_id: int, pool: Pool) -> dict:
     """Every run, secret ones included, with their full records."""
-    row = await admin_repository.submission(pool, submission_id)
+    row = await admin_reads.submission(pool, submission_id)
     if row is None:
         raise HTTPException(404, "Submission not found")
-    runs = await repository.submission_runs(pool, submission_id)
-    verdict = precheck.verdict_view(await operate_repository.precheck_verdict(pool, submission_id))
-    holds = precheck.holds_view(await operate_repository.floor_holds(pool, submission_id))
+    runs = await submission_reads.submission_runs(pool, submission_id)
+    verdict = precheck.verdict_view(await operator_reads.precheck_verdict(pool, submission_id))
+    holds = precheck.holds_view(await operator_reads.floor_holds(pool, submission_id))
     return {"status": "ok", "submission": views.admin_submission(row, runs) | {"precheck": verdict,
                                                                                "floor_holds": holds}}
 
@@ -52,7 +52,7 @@ async def _delete(request: Request, submission_id: int, user_id: str) -> None:
 
 @router.delete("/submissions/{submission_id}")
 async def delete_submission(submission_id: int, request: Request, pool: Pool) -> dict:
-    row = await admin_repository.submission(pool, submission_id)
+    row = await admin_reads.submission(pool, submission_id)
     if row is None:
         raise HTTPException(404, "Submission not found")
     await _delete(request, submission_id, str(row["user_id"]))
@@ -62,10 +62,10 @@ async def delete_submission(submission_id: int, request: Request, pool: Pool) ->
 @router.delete("/submissions")
 async def delete_user_submissions(leaderboard_id: int, user_name: str, request: Request, pool: Pool) -> dict:
     """Every submission of the user(s) of that display name on that leaderboard."""
-    board = await admin_repository.leaderboard_by_id(pool, leaderboard_id)
+    board = await admin_reads.leaderboard_by_id(pool, leaderboard_id)
     if board is None:
         raise HTTPException(404, f"Leaderboard `{leaderboard_id}` does not exist.")
-    rows = await admin_repository.user_board_submissions(pool, leaderboard_id, user_name.replace("\x00", ""))
+    rows = await admin_reads.user_board_submissions(pool, leaderboard_id, user_name.replace("\x00", ""))
     for row in rows:
         await _delete(request, row["id"], str(row["user_id"]))
     return {"status": "ok", "leaderboard_id": leaderboard_id, "user_name": user_name,
@@ -88,13 +88,13 @@ async def leaderboard_submissions(leaderboard: str, pool: Pool, limit: int = 100
     if offset < 0:
         raise bad_request("offset must be >= 0")
     board = await boards.existing(pool, leaderboard)
-    ids = await admin_repository.board_submissions(pool, board["id"], limit, offset)
+    ids = await admin_reads.board_submissions(pool, board["id"], limit, offset)
     return {"status": "ok", "leaderboard": board["name"], "limit": limit, "offset": offset, "submission_ids": ids}
 
 
 @router.post("/export-hf")
 async def export_to_hugging_face(request: Request, pool: Pool, body: JsonBody = None) -> dict:
-    """The open-data export (services.core.hf_export) in the public data set's columns, to the private data set
+    """The open-data export (services.core.opendata.hf_export) in the public data set's columns, to the private data set
     unless `private` is false; every submission, failed ones included, unless `ranked_only` is true."""
     ranked_only = field(body, "ranked_only")
     try:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, HTTPException, Request
 
-from services.core import board_rankings, views
-from services.core import read_model as repository
-from services.gateway import boards
+from services.core.presentation import views
+from services.core.readmodel import board_reads, queue_reads, standing_reads, user_reads
+from services.gateway import board_rankings, boards
 from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
 from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
 from services.gateway.standings_cache import json_response
@@ -20,8 +20,8 @@ router = APIRouter()
 @router.get("/leaderboards")
 async def list_leaderboards(pool: Pool, user: QuietUser) -> list[dict]:
     """Every leaderboard; a closed one shows its task only to a caller holding an invite to it."""
-    rows = await repository.leaderboards(pool)
-    invited = await repository.invited_boards(pool, user.user_id) if user is not None else set()
+    rows = await board_reads.leaderboards(pool)
+    invited = await user_reads.invited_boards(pool, user.user_id) if user is not None else set()
     return [views.leaderboard(row, accessible=row["visibility"] == "public" or row["id"] in invited) for row in rows]
 
 
@@ -69,11 +69,11 @@ async def rankings_by_id(leaderboard_id: int, pool: Pool, user: OptionalUser) ->
     counts = await board_rankings.submission_counts(pool, leaderboard_id)
     rankings = {}
     for gpu in sorted(board["gpus"]):
-        rows = await repository.ranking(pool, leaderboard_id, gpu, None, 0)
+        rows = await standing_reads.ranking(pool, leaderboard_id, gpu, None, 0)
         rankings[gpu] = [views.board_rankings_entry(row, counts.get((str(row["user_id"]), gpu), 0)) for row in rows]
     return {"rankings": rankings, "leaderboard": views.board_rankings_board(board)}
 
 
 @router.get("/runner_queue/{gpu}")
 async def runner_queue(gpu: str, pool: Pool) -> dict:
-    return views.runner_queue(gpu, await repository.queue(pool, gpu))
+    return views.runner_queue(gpu, await queue_reads.queue(pool, gpu))

@@ -15,9 +15,9 @@ from fastapi import APIRouter, Cookie, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 from markupsafe import Markup
 
-from services.core import read_model as repository
-from services.core import reports, results, views
-from services.core.noise import ranking_noise
+from services.core.presentation import reports, results, views
+from services.core.readmodel import board_reads, queue_reads, submission_reads, user_reads
+from services.core.rules.noise import ranking_noise
 from services.gateway import pages_repository
 from services.gateway.deps import Cache, Pool, User
 from services.gateway.web import csrf, render
@@ -69,7 +69,7 @@ Viewer = Annotated[User | None, Depends(viewer)]
 async def _can_see(pool, board, person: User | None) -> bool:
     if board["visibility"] == "public":
         return True
-    return person is not None and await repository.has_invite(pool, person.user_id, board["id"])
+    return person is not None and await user_reads.has_invite(pool, person.user_id, board["id"])
 
 
 def _not_found(request: Request, person: User | None, what: str) -> HTMLResponse:
@@ -84,9 +84,9 @@ async def home() -> RedirectResponse:
 @router.get("/web")
 async def leaderboards(request: Request, pool: Pool, person: Viewer):
     now = datetime.now(UTC)
-    invited = await repository.invited_boards(pool, person.user_id) if person else set()
+    invited = await user_reads.invited_boards(pool, person.user_id) if person else set()
     boards = []
-    for row in await repository.leaderboards(pool):
+    for row in await board_reads.leaderboards(pool):
         if row["visibility"] != "public" and row["id"] not in invited:
             continue
         boards.append({
@@ -99,7 +99,7 @@ async def leaderboards(request: Request, pool: Pool, person: Viewer):
 
 @router.get("/web/leaderboards/{name}")
 async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, person: Viewer, gpu: str | None = None):
-    board = await repository.leaderboard(pool, name)
+    board = await board_reads.leaderboard(pool, name)
     # a closed board is absent for whoever may not see it, not merely locked
     if board is None or not await _can_see(pool, board, person):
         return _not_found(request, person, f"There is no leaderboard named {name}.")
@@ -108,7 +108,7 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
     if gpu not in gpus:
         return _not_found(request, person, f"{board['name']} is not run on {gpu}.")
     ranking_by = board["ranking_by"]
-    version = await repository.standing_version(pool, board["id"], gpu)
+    version = await board_reads.standing_version(pool, board["id"], gpu)
     variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
     cached = await cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu))
     table, attempts, plots = cached.value
@@ -120,7 +120,7 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
     if plot is None:
         plots.clear()
         plot = plots[minute] = best_over_time(attempts, now)
-    queue = views.runner_queue(gpu, await repository.queue(pool, gpu))
+    queue = views.runner_queue(gpu, await queue_reads.queue(pool, gpu))
     return page(request, "leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
                 table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
                 plot=plot, queue=_queue_text(queue))
@@ -175,21 +175,22 @@ async def my_submissions(request: Request, pool: Pool, person: Viewer):
 async def submission(submission_id: int, request: Request, pool: Pool, person: Viewer):
     if person is None:
         return _to_login(request)
-    row = await repository.submission(pool, submission_id)
+    row = await submission_reads.submission(pool, submission_id)
     # someone else's submission is indistinguishable from a missing one
     if row is None or str(row["user_id"]) != person.user_id:
         return _not_found(request, person, f"You have no submission {submission_id}.")
     # the API's view of it: secret runs carry no harness output (docs/http-api.md "A user's submissions")
-    stages = await repository.submission_runs(pool, submission_id)
+    stages = await submission_reads.submission_runs(pool, submission_id)
     shown = views.submission(row, stages, None)
     # the report popcorn-cli prints, for each public run that ended (a secret run's would reveal its inputs)
     report = "\n\n".join(reports.report(o.gpu, o.backend, o.mode, secret=False, result=o.result) for o in
-                          results.outcomes(await repository.run_requests(pool, submission_id), stages, row["gpus"])
+                          results.outcomes(await submission_reads.run_requests(pool, submission_id), stages,
+                                           row["gpus"])
                           if not o.secret)
     waiting = ""
     if not row["done"] and row["gpus"]:
         gpu = row["gpus"][0]
-        waiting = _queue_text(views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
+        waiting = _queue_text(views.runner_queue(gpu, await queue_reads.queue(pool, gpu, submission_id)))
         waiting = f"{gpu}: {waiting}" if waiting else ""
     runs = [{**run, "score_text": format_seconds(run["score"]) if run["score"] is not None else "",
              "result": run.get("result")} for run in shown["runs"]]
@@ -214,7 +215,7 @@ async def login(request: Request, pool: Pool, cli_id: Annotated[str, Form()] = "
                 next: Annotated[str, Form()] = "", csrf_token: Annotated[str, Form()] = ""):
     if not csrf.valid(request, csrf_token):
         return forged(request)
-    row = await repository.user_by_cli(pool, cli_id.strip()) if cli_id.strip() else None
+    row = await user_reads.user_by_cli(pool, cli_id.strip()) if cli_id.strip() else None
     if row is None:
         return page(request, "login.html", 401, viewer=None, error="That CLI id belongs to no registered user.",
                     next=_safe_next(next))

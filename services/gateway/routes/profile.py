@@ -19,8 +19,8 @@ from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 
 from schemas.contracts import MAX_PROFILE_LAUNCHES, ProfileOptions
-from services.core import artifact_links
 from services.core.admission.policy import refuse
+from services.core.rules import artifact_links
 from services.gateway import artifacts_repository, intake, profile_answer, ratelimit
 from services.gateway.deps import CliUser, OptionalUser, Pool, Settings
 from services.gateway.routes.pages import Viewer

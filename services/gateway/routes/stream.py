@@ -11,8 +11,8 @@ from fastapi import APIRouter, Request, UploadFile
 from fastapi.responses import StreamingResponse
 from starlette.convertors import Convertor, register_url_convertor
 
-from services.core import read_model as repository
-from services.core import results
+from services.core.presentation import results
+from services.core.readmodel import submission_reads
 from services.gateway import intake, ratelimit, sse
 from services.gateway.deps import CliUser
 
@@ -62,15 +62,15 @@ def follow_stream(request: Request, accepted: intake.Accepted, release,
     pool, submission_id = request.app.state.pool, accepted.submission_id
 
     async def read_state() -> sse.JobState | None:
-        row = await repository.submission_state(pool, submission_id)
+        row = await submission_reads.submission_state(pool, submission_id)
         if row is None:
             return None
         return sse.JobState(deleted=row["deleted"], done=row["done"], rejected=row["status"] == "rejected",
                             job_status=row["job_status"], job_error=row["job_error"])
 
     async def read_outcomes() -> list[results.RunOutcome]:
-        requests = await repository.run_requests(pool, submission_id)
-        stages = await repository.submission_runs(pool, submission_id)
+        requests = await submission_reads.run_requests(pool, submission_id)
+        stages = await submission_reads.submission_runs(pool, submission_id)
         return results.outcomes(requests, stages, [accepted.gpu])
 
     frames = sse.follow(submission_id, accepted.gpu, read_state, read_outcomes, finish=finish)

@@ -8,8 +8,8 @@ import logging
 from fastapi import APIRouter, Request, UploadFile
 from fastapi.responses import JSONResponse
 
-from services.core import read_model as repository
-from services.core import views
+from services.core.presentation import views
+from services.core.readmodel import queue_reads
 from services.gateway import intake
 from services.gateway.deps import CurrentUser, Pool
 
@@ -24,7 +24,7 @@ async def accepted_response(pool, accepted: intake.Accepted) -> JSONResponse:
     error that makes the client submit again.
     """
     try:
-        queue = views.runner_queue(accepted.gpu, await repository.queue(pool, accepted.gpu, accepted.submission_id))
+        queue = views.runner_queue(accepted.gpu, await queue_reads.queue(pool, accepted.gpu, accepted.submission_id))
     except Exception:  # noqa: BLE001
         log.warning("queue of submission %s unreadable", accepted.submission_id, exc_info=True)
         queue = dict(views.runner_queue(accepted.gpu, None), error="the queue could not be read just now")

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Body, HTTPException, Request
 
 from schemas.events import SubmissionDeleted
 from schemas.policy_events import InviteClaimed
-from services.core import admin_repository, views
-from services.core import read_model as repository
+from services.core.presentation import views
+from services.core.readmodel import admin_reads, board_reads, queue_reads, submission_reads
 from services.gateway import long_poll
 from services.gateway.changes import bad_request, field, publish_and_settle
 from services.gateway.deps import CliUser, CurrentUser, Pool, Settings
@@ -28,16 +28,16 @@ async def list_submissions(user: CurrentUser, pool: Pool, leaderboard: str | Non
         raise HTTPException(400, "offset must be >= 0")
     leaderboard_id = None
     if leaderboard:
-        board = await repository.leaderboard(pool, leaderboard)
+        board = await board_reads.leaderboard(pool, leaderboard)
         if board is None:
             return []
         leaderboard_id = board["id"]
-    rows = await repository.user_submissions(pool, user.user_id, leaderboard_id, limit, offset)
+    rows = await submission_reads.user_submissions(pool, user.user_id, leaderboard_id, limit, offset)
     return [views.user_submission(row) for row in rows]
 
 
 async def _owned(pool, submission_id: int, user_id: str, verb: str):
-    row = await repository.submission(pool, submission_id)
+    row = await submission_reads.submission(pool, submission_id)
     if row is None:
         raise HTTPException(404, "Submission not found")
     if str(row["user_id"]) != user_id:
@@ -47,9 +47,9 @@ async def _owned(pool, submission_id: int, user_id: str, verb: str):
 
 async def _view(pool, submission_id: int, user_id: str) -> dict:
     row = await _owned(pool, submission_id, user_id, "view")
-    runs = await repository.submission_runs(pool, submission_id)
+    runs = await submission_reads.submission_runs(pool, submission_id)
     gpu = row["gpus"][0] if row["gpus"] else ""
-    return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
+    return views.submission(row, runs, views.runner_queue(gpu, await queue_reads.queue(pool, gpu, submission_id)))
 
 
 @router.get("/submissions/{submission_id}", description=long_poll.__doc__)
@@ -85,7 +85,7 @@ async def join(user: CliUser, request: Request, pool: Pool, body: Annotated[Any,
     code = field(body, "code")
     if not isinstance(code, str):
         raise bad_request("Missing required field: code")
-    found = await admin_repository.invite(pool, code) if code and "\x00" not in code else None
+    found = await admin_reads.invite(pool, code) if code and "\x00" not in code else None
     if found is None:
         raise bad_request("Invalid invite code")
     if found["user_id"] is None:
@@ -93,9 +93,9 @@ async def join(user: CliUser, request: Request, pool: Pool, body: Annotated[Any,
         # projection, whenever a duplicate arrives.
         claim = InviteClaimed(code=code, user_id=user.user_id, user_name=user.user_name)
         await publish_and_settle(request, claim)
-        found = await admin_repository.invite(pool, code)
+        found = await admin_reads.invite(pool, code)
         if found is None:
             raise bad_request("Invalid invite code")
     if found["user_id"] != user.user_id:
         raise bad_request("This invite code has already been claimed")
-    return {"status": "ok", "leaderboards": await admin_repository.board_names(pool, list(found["leaderboard_ids"]))}
+    return {"status": "ok", "leaderboards": await admin_reads.board_names(pool, list(found["leaderboard_ids"]))}

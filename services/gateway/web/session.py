@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from fastapi import Request, Response
 from itsdangerous import BadData, TimestampSigner, URLSafeTimedSerializer
 
-from services.core.credentials import cli_id_hash
+from schemas.credentials import cli_id_hash
 from services.gateway.settings import GatewaySettings
 
 COOKIE = "kb_session"

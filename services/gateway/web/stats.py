@@ -1,4 +1,4 @@
-"""How the web pages write a duration (the intervals and ties they show: services/core/noise.py). Pure."""
+"""How the web pages write a duration (the intervals and ties they show: services/core/rules/noise.py). Pure."""
 
 from __future__ import annotations
 

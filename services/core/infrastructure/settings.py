@@ -15,7 +15,7 @@ PROBLEMS_REPOSITORY = "gpu-mode/reference-kernels"
 
 
 class HfExportSettings(ServiceSettings):
-    """The open data set on the Hugging Face Hub (services/core/hf_export.py)."""
+    """The open data set on the Hugging Face Hub (services/core/opendata/hf_export.py)."""
 
     hf_token: SecretStr | None = None
     hf_private_dataset: str = ""  # owner/name of the data set exports go to by default

@@ -1,6 +1,6 @@
 """What `GET /leaderboard/{leaderboard_id}/rankings` reads (kernelboard's rankings call, upstream KernelBot #493):
 a board by its id, and how many submissions each user made on each of its GPUs. The ranking itself is the one every
-ranking route reads (read_model.ranking)."""
+ranking route reads (services/core/readmodel/standing_reads.py)."""
 
 from __future__ import annotations
 

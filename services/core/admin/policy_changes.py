@@ -12,8 +12,9 @@ import re
 import uuid
 
 from schemas.policy_events import IntakePaused, IntakeResumed, UserBanned, UserUnbanned
-from services.core import admin_repository, settle
-from services.core.position import LedgerPosition
+from services.core.infrastructure import settle
+from services.core.infrastructure.position import LedgerPosition
+from services.core.readmodel import admin_reads
 
 PROJECTION_WAIT_S = settle.PROJECTION_WAIT_S
 
@@ -36,10 +37,10 @@ async def find_user(pool, reference: str):
     reference = reference.strip()
     mention = MENTION.fullmatch(reference)
     user_id = mention.group(1) if mention else reference
-    found = await admin_repository.user(pool, user_id) if user_id else None
+    found = await admin_reads.user(pool, user_id) if user_id else None
     if found is not None:
         return found
-    named = await admin_repository.users_named(pool, reference) if reference else []
+    named = await admin_reads.users_named(pool, reference) if reference else []
     if len(named) > 1:
         raise AmbiguousUser(f"{len(named)} users are named {reference}; give one's user id: "
                             + ", ".join(row["user_id"] for row in named))
@@ -57,7 +58,7 @@ async def set_intake(broker, position: LedgerPosition, accepting: bool, timeout_
 async def set_ban(broker, pool, position: LedgerPosition, user_id: str, banned: bool,
                   timeout_s: float = PROJECTION_WAIT_S) -> bool:
     """Ban or unban a known user (raises UnknownUser otherwise); False when the read model lagged the wait."""
-    if await admin_repository.user(pool, user_id) is None:
+    if await admin_reads.user(pool, user_id) is None:
         raise UnknownUser(user_id)
     event = (UserBanned if banned else UserUnbanned)(user_id=user_id, change_id=uuid.uuid4().hex)
     return await settle.publish_and_settle(broker, event, position, timeout_s)

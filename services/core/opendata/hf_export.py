@@ -1,6 +1,7 @@
 """The open data set on the Hugging Face Hub: leaderboards' submissions as one Parquet file in the public data set's
-columns (services/core/dataset.py), uploaded with `huggingface_hub` (which honours HF_ENDPOINT). One home for the use
-case: `POST /admin/export-hf`, `/admin export-hf` on Discord and the gateway's schedule all call `export_to_hub`.
+columns (services/core/opendata/dataset.py), uploaded with `huggingface_hub` (which honours HF_ENDPOINT). One home for
+the use case: `POST /admin/export-hf`, `/admin export-hf` on Discord and the gateway's schedule all call
+`export_to_hub`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from pathlib import Path
 
 import asyncpg
 
-from services.core import dataset, dataset_repository
-from services.core import operations_repository as repository
+from services.core.opendata import dataset
+from services.core.readmodel import dataset_reads, operator_reads
 
 
 class ExportRefused(ValueError):
@@ -64,7 +65,7 @@ def check_request(leaderboard_ids, filename) -> tuple[list[int], str]:
 
 async def rows_of(conn: asyncpg.Connection, leaderboard_ids: list[int], private: bool,
                   ranked_only: bool = False) -> list[dict]:
-    boards = [await repository.board_by_id(conn, board_id) for board_id in leaderboard_ids]
+    boards = [await operator_reads.board_by_id(conn, board_id) for board_id in leaderboard_ids]
     missing = [str(i) for i, board in zip(leaderboard_ids, boards, strict=True) if board is None]
     if missing:
         raise ExportRefused(f"Leaderboards not found: {', '.join(missing)}")
@@ -76,7 +77,7 @@ async def rows_of(conn: asyncpg.Connection, leaderboard_ids: list[int], private:
         closed = [b["name"] for b in boards if b["visibility"] == "closed"]
         if closed:
             raise ExportRefused(f"Cannot export closed leaderboards to the public dataset: {', '.join(closed)}")
-    return dataset.best_per_code(await dataset_repository.rows(conn, leaderboard_ids), ranked_only)
+    return dataset.best_per_code(await dataset_reads.rows(conn, leaderboard_ids), ranked_only)
 
 
 def write_parquet(rows: list[dict], path: Path) -> None:

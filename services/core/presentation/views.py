@@ -7,7 +7,7 @@ from typing import Any
 
 from runner.task.harness_choice import protection_of
 from schemas.contracts import Task
-from services.core.noise import Noise
+from services.core.rules.noise import Noise
 
 SECRET_HIDDEN_MODES = ("test", "benchmark")
 
@@ -95,7 +95,7 @@ def submission(row, runs, queue: dict | None) -> dict[str, Any]:
 
 
 def ranking_entry(row, leaderboard_name: str, gpu: str, noise: Noise | None = None) -> dict[str, Any]:
-    """One entry of a ranking; with its `noise` (services/core/noise.py), the score's 95% interval in seconds and
+    """One entry of a ranking; with its `noise` (services/core/rules/noise.py), the score's 95% interval in seconds and
     whether it is tied within noise with the entry ranked just above."""
     entry = {
         "submission_id": row["submission_id"], "rank": row["rank"], "submission_name": row["file_name"],

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet
-from services.core import operations_repository as repository
-from services.core import settle
 from services.core.admission.precheck import RULES, validate_overrides
+from services.core.infrastructure import settle
+from services.core.readmodel import operator_reads
 
 
 class PrecheckError(Exception):
@@ -37,7 +37,7 @@ def policy_view(outcomes: Mapping[str, str]) -> dict[str, dict[str, str]]:
 
 
 async def build_policy(conn, leaderboard: str, outcomes: Any) -> PrecheckPolicySet:
-    board = await repository.board(conn, leaderboard)
+    board = await operator_reads.board(conn, leaderboard)
     if board is None:
         raise PrecheckError(f"Leaderboard `{leaderboard}` does not exist.", 404)
     if not isinstance(outcomes, dict) or not all(isinstance(v, str) for v in outcomes.values()):
@@ -56,9 +56,9 @@ def holds_view(holds: list[dict]) -> list[dict[str, Any]]:
 
 async def build_clear(conn, submission_id: int, cleared_by: str, reason: str) -> PrecheckCleared:
     """The clearing of a `hacked` verdict or of the floor's hold, refused (with the reason) for anything else."""
-    row = await repository.precheck_verdict(conn, submission_id)
+    row = await operator_reads.precheck_verdict(conn, submission_id)
     held = row is not None and row["outcome"] == "hacked" and row["cleared_at"] is None
-    holds = [] if held else await repository.floor_holds(conn, submission_id)
+    holds = [] if held else await operator_reads.floor_holds(conn, submission_id)
     if any(not hold["cleared"] for hold in holds):
         return PrecheckCleared(submission_id=submission_id, cleared_by=cleared_by, reason=reason,
                                change_id=secrets.token_hex(8), correlation_id=str(submission_id))
@@ -80,10 +80,11 @@ async def wait_for_reinstatement(conn, submission_id: int, timeout_s: float) -> 
     once its score stands, None on timeout."""
 
     async def reinstated() -> dict | None:
-        status = await repository.submission_status(conn, submission_id)
+        status = await operator_reads.submission_status(conn, submission_id)
         if status in (None, "hacked"):
             return None
-        if await repository.floor_holds(conn, submission_id) and not await repository.has_score(conn, submission_id):
+        if (await operator_reads.floor_holds(conn, submission_id)
+                and not await operator_reads.has_score(conn, submission_id)):
             return None
         return {"submission_id": submission_id, "status": status}
 

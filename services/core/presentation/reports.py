@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from services.core.longreport import File, Link, Log, Part, Text, fenced, format_time, long_report
+from services.core.presentation.longreport import File, Link, Log, Part, Text, fenced, format_time, long_report
 
 __all__ = ["File", "Link", "Log", "Part", "Text", "chunk", "format_time", "long_report", "render_text", "report",
            "short_lines", "status_text", "title"]

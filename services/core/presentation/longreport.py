@@ -2,8 +2,8 @@
 docs/quickstart.md "Reading a report". Pure.
 
 Parts are kept apart from their rendering: an HTTP client gets them as markdown text
-(services.core.reports.render_text), the Discord bot sends Logs as code blocks and Files as attachments. Works on the
-FullResult shape as plain JSON (what the read model and the SSE stream hold), so every consumer can call it without
+(services.core.presentation.reports.render_text), the Discord bot sends Logs as code blocks and Files as attachments.
+Works on the FullResult shape as plain JSON (what the read model and the SSE stream hold), so every consumer can call it without
 building contract objects.
 """
 

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 
-from services.core import dataset, dataset_repository, hf_export
-from services.core import operations_repository as repository
+from services.core.opendata import dataset, hf_export
+from services.core.readmodel import dataset_reads, operator_reads
 
 log = logging.getLogger("kernelbot.export")
 FILENAME = dataset.SCHEDULED_FILENAME
@@ -55,15 +55,15 @@ class ExportSchedule:
     async def tick(self) -> bool:
         """Export when due and no other replica is exporting; True when this call exported."""
         async with self.pool.acquire() as conn, conn.transaction():
-            if not await repository.take_export_lock(conn):
+            if not await operator_reads.take_export_lock(conn):
                 return False
             now = datetime.now(UTC)
-            succeeded, tried = await repository.last_export(conn)
+            succeeded, tried = await operator_reads.last_export(conn)
             if succeeded is not None and now - succeeded < self.every:
                 return False
             if tried is not None and now - tried < min(self.every, RETRY_AFTER):
                 return False  # failed a moment ago: not again at every check
-            boards = dataset.active_competitions(await dataset_repository.boards(conn), now)
+            boards = dataset.active_competitions(await dataset_reads.boards(conn), now)
             ids = [board["id"] for board in boards]
             if not ids:
                 return False  # no competition running
@@ -71,8 +71,8 @@ class ExportSchedule:
             try:
                 done = await hf_export.export_to_hub(self.pool, self.settings, ids, FILENAME, private=True)
             except (hf_export.ExportRefused, hf_export.ExportNotConfigured, hf_export.ExportFailed) as exc:
-                await repository.record_export(conn, repo_id, FILENAME, 0, str(exc)[:500])
+                await operator_reads.record_export(conn, repo_id, FILENAME, 0, str(exc)[:500])
                 raise
-            await repository.record_export(conn, done.repo_id, FILENAME, done.rows, None)
+            await operator_reads.record_export(conn, done.repo_id, FILENAME, done.rows, None)
             log.info("exported %s rows of %s leaderboards to %s", done.rows, len(ids), done.repo_id)
             return True

@@ -1,5 +1,5 @@
 """The public data set's shape (GPUMODE/kernelbot-data): its columns, which rows go in, and which boards the
-schedule exports. Pure; the rows come from services/core/dataset_repository.py.
+schedule exports. Pure; the rows come from services/core/readmodel/dataset_reads.py.
 
 One row per (leaderboard, user, code, GPU) with the best score of that code, the earlier of equal ones; a submission
 that never ranked (failed, timed out, hacked, or a test run) is one row per (leaderboard, user, code) with no score,

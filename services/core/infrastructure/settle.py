@@ -3,8 +3,8 @@
 The front ends publish events and answer once the ledger has projected them, so the caller and its next request see
 the change. The wait is bounded: the events are durable either way, and a slow pipeline gets an answer in time.
 `publish_and_settle` is that wait for every change the ledger projects directly: it waits on the ledger's announced
-position (services/core/position.py). `until` remains for the few waits that pass through another service first,
-whose stream sequence the waiter cannot know (the scorer's reinstatement of a cleared submission).
+position (services/core/infrastructure/position.py). `until` remains for the few waits that pass through another
+service first, whose stream sequence the waiter cannot know (the scorer's reinstatement of a cleared submission).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TypeVar
 from faststream.nats import NatsBroker
 
 from schemas.envelope import Event
-from services.core.position import LedgerPosition
+from services.core.infrastructure.position import LedgerPosition
 from services.kit.bus import publish
 
 POLL_S = 0.02

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
 from services.core.admission import policy
-from services.core.admission.facts import admission_facts
+from services.core.readmodel.admission_reads import admission_facts
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""SQL the admin routes read (docs/http-api.md "Admin routes"). Like the rest of the gateway, it writes nothing."""
+"""SQL the admin use cases read, for the gateway's admin routes (docs/http-api.md "Admin routes") and the bot's `/admin`
+commands: intake, users, boards, invites, rate limits, submissions and statistics. It writes nothing."""
 
 from __future__ import annotations
 

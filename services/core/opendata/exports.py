@@ -8,7 +8,7 @@ from pathlib import Path
 
 import asyncpg
 
-from services.core import operations_repository as repository
+from services.core.readmodel import operator_reads
 
 COLUMNS = ("leaderboard", "gpu", "rank", "submission_id", "user_id", "user_name", "file_name", "score",
            "submitted_at", "harness_version", "run_id", "code")
@@ -19,12 +19,12 @@ class ExportError(Exception):
 
 
 async def ranked_rows(conn: asyncpg.Connection, leaderboard: str, gpu: str | None, include_closed: bool) -> list[dict]:
-    board = await repository.board(conn, leaderboard)
+    board = await operator_reads.board(conn, leaderboard)
     if board is None:
         raise ExportError(f"Leaderboard `{leaderboard}` does not exist.")
     if board["visibility"] == "closed" and not include_closed:
         raise ExportError(f"Leaderboard `{board['name']}` is closed; pass --include-closed to export it anyway.")
-    rows = await repository.ranked_submissions(conn, board["id"], gpu)
+    rows = await operator_reads.ranked_submissions(conn, board["id"], gpu)
     return [{column: row[column] for column in COLUMNS} for row in rows]
 
 

@@ -1,4 +1,4 @@
-"""SQL of the public data set's export (services/core/dataset.py says which rows go out)."""
+"""SQL of the public data set's export (services/core/opendata/dataset.py says which rows go out)."""
 
 from __future__ import annotations
 

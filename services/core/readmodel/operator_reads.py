@@ -1,4 +1,5 @@
-"""SQL the operator tools read: boards, ranked submissions for export, rejudge outcomes."""
+"""SQL of the operator tools and the admin use cases: boards, ranked submissions and the export log of the open-data
+export, archived events for a rejudge, pre-check verdicts, policies and floor holds."""
 
 from __future__ import annotations
 

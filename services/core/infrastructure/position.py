@@ -15,11 +15,9 @@ import asyncio
 import heapq
 import itertools
 
-from services.core import read_model
+from schemas.ledger_position import LEDGER_CONSUMER, POSITION_CHANNEL
+from services.core.readmodel import position_reads
 from services.kit.listener import Listener
-
-POSITION_CHANNEL = "kb_ledger_position"
-LEDGER_CONSUMER = "ledger-project"  # the ledger's durable consumer: its tracking rows are its position
 
 
 class LedgerPosition:
@@ -51,7 +49,7 @@ class LedgerPosition:
     async def catch_up(self) -> None:
         """Read the position from the ledger's tracking rows (at start, and after announcements may have been lost)."""
         assert self._pool is not None
-        self._advance(await read_model.ledger_position(self._pool, LEDGER_CONSUMER))
+        self._advance(await position_reads.ledger_position(self._pool, LEDGER_CONSUMER))
 
     def _catch_up_soon(self) -> None:
         task = asyncio.get_running_loop().create_task(self.catch_up())

@@ -1,0 +1,1 @@
+"""The open data set: ranked submissions as Parquet or JSON Lines, and their upload to the Hugging Face Hub."""

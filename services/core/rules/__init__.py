@@ -1,0 +1,1 @@
+"""Pure rules beside admission's: ties within noise, the GPUs' roofline floor, display names, signed artifact links."""
