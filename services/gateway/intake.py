@@ -18,8 +18,9 @@ from fastapi import Request, UploadFile
 
 from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
-from services.core.admission import policy, submit
+from services.core.admission import policy
 from services.core.readmodel import submission_reads
+from services.core.submission import submit
 from services.gateway import ratelimit
 from services.gateway.deps import User
 from services.kit.bus import publish

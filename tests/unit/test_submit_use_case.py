@@ -10,8 +10,9 @@ import pytest
 
 from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
-from services.core.admission import policy, submit
+from services.core.admission import policy
 from services.core.admission.policy import LeaderboardView, RateLimit, Refusal, Refused
+from services.core.submission import submit
 
 NOW = datetime(2029, 6, 1, 12, 0, tzinfo=UTC)
 BOARD = LeaderboardView(name="GrayScale", gpus=("H100", "A100"), deadline=NOW + timedelta(days=1), lang="py",
