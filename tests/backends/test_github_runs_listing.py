@@ -7,11 +7,19 @@ import asyncio
 import time
 
 import httpx
+import pytest
 
 from services.dispatcher.backends.github import LOOKBACK
 from services.dispatcher.settings import DispatcherSettings
-from tests.backends.test_github_failover import backend, fake, payload  # noqa: F401 - `fake` is a fixture
+from tests.backends.test_github_failover import backend, payload
 from tests.support.fakes.github import TOKEN, WORKFLOW_ID, FakeGithub
+
+
+@pytest.fixture
+def fake():
+    server = FakeGithub().start()
+    yield server
+    server.stop()
 
 
 def runs_listings(fake: FakeGithub) -> int:
