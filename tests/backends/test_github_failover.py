@@ -116,4 +116,4 @@ def test_a_call_every_token_is_limited_on_says_when_to_ask_again(fake):
     fake.rate_limit(TOKEN, "secondary", 429, for_s=30)  # retry-after: 30
     with pytest.raises(BackendUnavailable) as refused:
         asyncio.run(github.launch(payload("fo-later"), "fo-later.1"))
-    assert 28 <= refused.value.retry_after_s <= 30  # the scheduler asks no sooner (tests/backends/test_rate_limits.py)
+    assert 28 <= refused.value.retry_after_s <= 30  # the scheduler asks no sooner (tests/backends/test_backend_rate_limits.py)
