@@ -16,7 +16,16 @@ from .runs import CudaBuild, cuda_task, run, source
 
 NOISE_TARGET_NS, NOISE_START_SIZE = 10_000.0, 1 << 21
 CV_GOAL, BIAS_GOAL_NS = 0.005, 500.0
-SIDE_STREAM_FLOOR = 0.5  # a side-stream submission may not look faster than half the same work done honestly
+# A side-stream submission runs the very kernel of the same-stream control, with the same launch shape; only the
+# stream differs, and every sample is closed by a device-wide synchronize. So it may look faster only by the timing
+# noise (CV goal 0.5 %) and a launch's share: 10 % covers both, and no cheat more than 1.11x faster passes (0.5, the
+# old floor, let one 2x faster through).
+SIDE_STREAM_FLOOR = 0.9
+# The refusals of eval.cu (problems/cuda_examples/eval.cu) a check may expect: a check naming none would pass a
+# submission refused for any reason, a broken build included.
+PROTOCOL_VIOLATION = "worker protocol violation"
+MISMATCHED = "mismatched elements"
+TAMPERING = "unsynchronized work or timer tampering detected"
 # Vector length of the Python checks: a GPU gets a real kernel; a CPU host a short one, because the CPU harness's
 # cross-check (host clock vs reported time) counts every preemption inside a call, and long calls on a busy host
 # get preempted.
@@ -50,10 +59,11 @@ NO_GPU = "needs a CUDA GPU; this host has none"
 NO_NVCC = "needs nvcc"
 
 
-def refused(name: str, outcome, *reasons: str) -> CheckResult:
+def refused(name: str, outcome, reason: str, *alternatives: str) -> CheckResult:
+    """Passed when the submission was refused for one of the expected reasons (at least one is required)."""
     if outcome.passed:
         return failed(name, f"not refused: it passed with mean {outcome.mean_ns} ns")
-    if reasons and not any(reason in outcome.error for reason in reasons):
+    if not any(expected in outcome.error for expected in (reason, *alternatives)):
         return failed(name, f"refused for an unexpected reason: {outcome.error}")
     return passed(name, f"refused: {outcome.error}")
 
@@ -91,8 +101,8 @@ def py_side_stream(host: HostCapabilities, repeats: int) -> CheckResult:
 def side_stream(name: str, honest, cheat) -> CheckResult:
     if not honest.passed:
         return failed(name, f"the same-stream control failed: {honest.error}")
-    if not cheat.passed:
-        return passed(name, f"refused: {cheat.error}")
+    if not cheat.passed:  # its output was not there when checked, or the supervisor saw the hidden work
+        return refused(name, cheat, MISMATCHED, TAMPERING)
     ratio = cheat.mean_ns / honest.mean_ns
     detail = f"side stream {cheat.mean_ns:.0f} ns vs same stream {honest.mean_ns:.0f} ns ({ratio:.2f}x)"
     return (passed if ratio >= SIDE_STREAM_FLOOR else failed)(name, detail, ratio=ratio)
@@ -138,15 +148,17 @@ def cu_fd_static_init(host: HostCapabilities, repeats: int) -> CheckResult:
     missing = _cuda_requirements(host, needs_gpu=False)  # the forgery acts before any CUDA call
     if missing:
         return skipped("cu_fd_static_init", missing)
-    return refused("cu_fd_static_init", run(cuda_task(), source("fd_static_init.cu")), "worker protocol violation")
+    return refused("cu_fd_static_init", run(cuda_task(), source("fd_static_init.cu")), PROTOCOL_VIOLATION)
 
 
 def cu_fd_from_kernel(host: HostCapabilities, repeats: int) -> CheckResult:
     missing = _cuda_requirements(host)
     if missing:
         return skipped("cu_fd_from_kernel", missing)
-    return refused("cu_fd_from_kernel", run(cuda_task(), source("fd_from_kernel.cu")), "worker protocol violation",
-                   "the worker exited")
+    # The forged lines land on the worker's reply pipe before it exits, so the supervisor reads a bad frame header
+    # first: "the worker exited" would mean the forgery never reached the pipe, which the check must not take for
+    # a defence.
+    return refused("cu_fd_from_kernel", run(cuda_task(), source("fd_from_kernel.cu")), PROTOCOL_VIOLATION)
 
 
 def cu_side_stream(host: HostCapabilities, repeats: int) -> CheckResult:
@@ -161,7 +173,9 @@ def cu_keeps_running(host: HostCapabilities, repeats: int) -> CheckResult:
     missing = _cuda_requirements(host)
     if missing:
         return skipped("cu_keeps_running", missing)
-    return refused("cu_keeps_running", run(cuda_task(), source("keeps_running.cu")))
+    # The late kernel's output is not there when it is checked right after the call, or, where it lands in time,
+    # the supervisor's clock saw work the events did not (keeps_running.cu).
+    return refused("cu_keeps_running", run(cuda_task(), source("keeps_running.cu")), MISMATCHED, TAMPERING)
 
 
 def timing_noise(host: HostCapabilities, repeats: int) -> CheckResult:

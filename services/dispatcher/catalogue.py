@@ -27,7 +27,6 @@ file named by the setting.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -242,7 +241,3 @@ def build_catalogue(source: str, local_gpus: dict[str, int], null_gpus: list[str
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise CatalogueError(f"invalid GPU catalogue: {problems}") from exc
-
-
-def catalogue_json(catalogue: Catalogue) -> str:
-    return json.dumps(catalogue.model_dump(mode="json"))

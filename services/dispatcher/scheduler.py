@@ -190,19 +190,22 @@ class Scheduler:
                 if tries == UNREACHABLE_LAUNCH_TRIES:
                     raise
                 log.warning("launching run %s on %s: %s; asking again", run.run_id, backend.name, exc)
-                await asyncio.sleep(min(MAX_BACKOFF_S, self.retry_backoff_s * 2 ** (tries - 1)))
+                # never sooner than a rate limit asked (its own pacing, which may exceed our backoff's cap)
+                await asyncio.sleep(max(min(MAX_BACKOFF_S, self.retry_backoff_s * 2 ** (tries - 1)),
+                                        exc.retry_after_s or 0.0))
 
     async def _watch(self, backend: Backend, job_ref: str, launched_at: datetime,
                      budget_s: int) -> FullResult | JobLost:
         deadline = launched_at + timedelta(seconds=budget_s)
         unreachable = ""
         while True:
+            rest_s = 0.0
             try:
                 outcome = await backend.poll(job_ref)
                 unreachable = ""
             except BackendUnavailable as exc:  # the clock keeps running: an unreachable backend ends in timeout
                 log.warning("polling %s job %s: %s", backend.name, job_ref, exc)
-                outcome, unreachable = PENDING, f"; the last poll failed: {exc}"
+                outcome, unreachable, rest_s = PENDING, f"; the last poll failed: {exc}", exc.retry_after_s or 0.0
             if outcome is not PENDING:
                 return outcome
             if datetime.now(UTC) > deadline:
@@ -212,14 +215,15 @@ class Scheduler:
                     log.warning("cancelling %s job %s failed: %s", backend.name, job_ref, exc)
                 return JobLost("timeout", f"the job ran past its budget of {budget_s} s and was cancelled on "
                                           f"{backend.name} (job {job_ref}){unreachable}")
-            await self._until_next_poll(backend, job_ref)
+            await self._until_next_poll(backend, job_ref, rest_s)
 
     @staticmethod
-    async def _until_next_poll(backend: Backend, job_ref: str) -> None:
-        """A backend that can tell when a job ends (`wait`) is asked again the moment it does."""
+    async def _until_next_poll(backend: Backend, job_ref: str, rest_s: float = 0.0) -> None:
+        """A backend that can tell when a job ends (`wait`) is asked again the moment it does; one that asked us to
+        wait (`rest_s`, a rate limit's) no sooner than that."""
         wait = getattr(backend, "wait", None)
-        if wait is None:
-            await asyncio.sleep(backend.poll_interval_s)
+        if wait is None or rest_s:
+            await asyncio.sleep(max(backend.poll_interval_s, rest_s))
         else:
             await wait(job_ref, WAIT_FOR_END_S)
 

@@ -49,12 +49,6 @@ def parse_state(raw: str) -> State:
     return State(cli_id, is_reset)
 
 
-def encode_state(cli_id: str, is_reset: bool) -> str:
-    """What popcorn-cli puts into the authorize URL (for tests and a web sign-up)."""
-    payload = json.dumps({"cli_id": cli_id, "is_reset": is_reset}).encode()
-    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
-
-
 @dataclass(frozen=True)
 class Existing:
     """The user already holding the account's public id; provider None: provisioned by an operator."""

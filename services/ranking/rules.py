@@ -9,8 +9,6 @@ Banning a user changes nothing here: existing results stay visible (docs/http-ap
 
 from __future__ import annotations
 
-from datetime import datetime
-
 # Columns of the order "best first", over a row that has score, submitted_at and submission_id.
 BEST_FIRST = ("score", "submitted_at", "submission_id")
 # The condition on the submission (aliased `s`) for its scores to rank.
@@ -26,16 +24,6 @@ def best_first(alias: str = "") -> str:
 def better_than(new: str, old: str) -> str:
     """SQL: the row `new` is strictly better than the row `old` (both aliases or table names)."""
     return f"({best_first(new)}) < ({best_first(old)})"
-
-
-def best_key(score: float, submitted_at: datetime, submission_id: int) -> tuple[float, datetime, int]:
-    """The same order in Python: the smallest key is the best entry."""
-    return (score, submitted_at, submission_id)
-
-
-def stands(status: str, deleted: bool) -> bool:
-    """Python twin of SUBMISSION_STANDS."""
-    return status != "hacked" and not deleted
 
 
 def ranks_ahead(other: str, own: str) -> str:

@@ -7,9 +7,8 @@ from datetime import datetime
 
 from schemas.contracts import FullResult
 from schemas.events import PlannedRun
-from services.ranking.rules import best_key
 from services.scorer import fingerprints, scoring
-from services.scorer.scoring import BoardEntry, GpuScore, RunVerdict
+from services.scorer.scoring import GpuScore, RunVerdict
 
 
 @dataclass(frozen=True)
@@ -106,14 +105,3 @@ def revisions(judged: Judged, ranking_by: str, gpus: set[str] | None,
         if old is None or new is None or old.score != new.score or old.secret_score != new.secret_score:
             changed.append(Revision(judged, gpu, old, new, reasons.get(gpu, "")))
     return changed, new_verdicts
-
-
-def best_per_user(entries: list[tuple[BoardEntry, datetime]]) -> list[tuple[BoardEntry, datetime]]:
-    """Each user's best entry, ordered as the board shows them: score, then submission time, then id."""
-    def key(e: tuple[BoardEntry, datetime]):
-        return best_key(e[0].score, e[1], e[0].submission_id)
-
-    best: dict[str, tuple[BoardEntry, datetime]] = {}
-    for entry, at in sorted(entries, key=key):
-        best.setdefault(entry.user_id, (entry, at))
-    return sorted(best.values(), key=key)

@@ -109,3 +109,11 @@ def test_upstreams_variable_names_configure_the_failover(fake, monkeypatch):
     fake.rate_limit(TOKEN, "primary", 429)
     job_ref = asyncio.run(github.launch(payload("fo-upstream"), "fo-upstream.1"))
     assert fake.dispatched_with[int(job_ref)] == BACKUP_TOKEN
+
+
+def test_a_call_every_token_is_limited_on_says_when_to_ask_again(fake):
+    github = backend(fake, DispatcherSettings(github_token=TOKEN))
+    fake.rate_limit(TOKEN, "secondary", 429, for_s=30)  # retry-after: 30
+    with pytest.raises(BackendUnavailable) as refused:
+        asyncio.run(github.launch(payload("fo-later"), "fo-later.1"))
+    assert 28 <= refused.value.retry_after_s <= 30  # the scheduler asks no sooner (tests/backends/test_backend_rate_limits.py)

@@ -4,6 +4,8 @@ final and a job that survives a gateway restart, with the kill switch still in f
 
 from __future__ import annotations
 
+import re
+
 import httpx
 import pytest
 
@@ -11,6 +13,7 @@ from services.gateway.app import create_app
 from services.gateway.settings import GatewaySettings
 from tests.gateway.admission import admin
 from tests.gateway.conftest import CODE, cli, new_user
+from tests.support.events import query
 from tests.support.platform import SECRET_SEED
 
 DISABLED = {"detail": "Admin API is disabled: no admin token is configured"}
@@ -40,10 +43,17 @@ def test_no_secret_seed_leaves_the_server(gateway):
                gateway.http.get("/submissions/open/null"), gateway.http.get("/gpus/open"),
                gateway.http.get("/web/leaderboards/open"), gateway.http.get("/web"),
                admin(gateway, "GET", f"/admin/submissions/{submission_id}"))
+    # The seeds a secret run was judged on (each its own, drawn by the dispatcher) and the board's own secret.
+    run_seeds = [row["seed"] for row in query(gateway.database_url, "SELECT payload->>'seed' AS seed FROM dispatch_runs "
+                                              "WHERE submission_id = $1 AND payload->>'secret' = 'true'",
+                                              submission_id)]
+    assert len(run_seeds) == 1 and run_seeds[0] is not None
     for response in answers:
         assert response.status_code == 200, (response.request.url, response.status_code)
         # by name and by value: a secret seed served under another name (`task.seed`) is as much a leak
-        assert "secret_seed" not in response.text and str(SECRET_SEED) not in response.text, response.request.url
+        assert "secret_seed" not in response.text, response.request.url
+        for value in (str(SECRET_SEED), *run_seeds):
+            assert not re.search(rf"(?<![0-9]){value}(?![0-9])", response.text), (response.request.url, value)
     [closed] = [b for b in gateway.http.get("/leaderboards").json() if b["name"] == "closed"]
     assert closed["task"] == {}
 

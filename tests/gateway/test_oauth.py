@@ -22,7 +22,7 @@ from services.gateway.registration import Existing, RegistrationRefused
 from services.gateway.web.session import Signer
 from tests.gateway.conftest import CODE, cli
 from tests.support.events import archived, query
-from tests.support.fake_oauth import FakeOAuth, FakeOAuthServer
+from tests.support.fake_oauth import FakeOAuth, FakeOAuthServer, popcorn_state
 from tests.support.oauth_platform import OAuthPlatform
 from tests.support.platform import Platform
 
@@ -72,7 +72,7 @@ def browser_login(gw: OAuthGateway, provider_name: str, cli_id: str, is_reset: b
                   browser: httpx.Client | None = None) -> httpx.Response:
     """What the person's browser does: open the authorize URL, consent, follow the redirect to the callback."""
     url = gw.fake.authorize_url(provider_name, f"{gw.url}/auth/cli/{provider_name}",
-                                registration.encode_state(cli_id, is_reset))
+                                popcorn_state(cli_id, is_reset))
     if browser is not None:
         return browser.get(url)
     with httpx.Client(follow_redirects=True, timeout=30) as fresh:
@@ -144,7 +144,7 @@ def test_concurrent_callbacks_with_one_state_register_once(oauth_gateway):
     oauth_gateway.fake.sign_in("discord", who)
     cli_id = init(oauth_gateway, "discord")
     url = oauth_gateway.fake.authorize_url("discord", f"{oauth_gateway.url}/auth/cli/discord",
-                                           registration.encode_state(cli_id, False))
+                                           popcorn_state(cli_id, False))
     with httpx.Client(timeout=30) as browser:  # two consents, two valid codes, one state
         callbacks = [browser.get(url).headers["location"] for _ in range(2)]
 
@@ -181,7 +181,7 @@ def test_unknown_expired_and_foreign_states_are_refused(oauth_gateway):
     ({"code": "c"}, "Missing code or state parameter"),
     ({"state": "s"}, "Missing code or state parameter"),
     ({"code": "c", "state": "%%%"}, "Invalid state parameter: not base64url-encoded JSON"),
-    ({"code": "c", "state": registration.encode_state("", False)},
+    ({"code": "c", "state": popcorn_state("", False)},
      "Invalid state parameter: cli_id must be a non-empty string"),
 ])
 def test_malformed_callbacks_are_400(oauth_gateway, params, detail):
@@ -215,7 +215,7 @@ def test_a_provider_failure_registers_nothing(oauth_gateway, failure, status, de
 
 def test_a_code_the_provider_never_issued_is_401(oauth_gateway):
     cli_id = init(oauth_gateway, "github")
-    state = registration.encode_state(cli_id, False)
+    state = popcorn_state(cli_id, False)
     response = oauth_gateway.http.get("/auth/cli/github", params={"code": "forged", "state": state})
     assert (response.status_code, response.json()) == (401, {"detail": "Authentication with github failed"})
 
@@ -270,7 +270,7 @@ def test_an_account_id_of_another_provider_is_409(oauth_gateway):
 
 
 def test_unconfigured_provider_is_503(gateway):
-    state = registration.encode_state(init(gateway, "github"), False)
+    state = popcorn_state(init(gateway, "github"), False)
     response = gateway.http.get("/auth/cli/github", params={"code": "c", "state": state})
     assert (response.status_code, response.json()) == (503, {"detail": "OAuth for github is not configured"})
 
@@ -278,8 +278,8 @@ def test_unconfigured_provider_is_503(gateway):
 # --- pure rules -------------------------------------------------------------------------------------------------
 
 
-def test_state_round_trips_with_or_without_padding():
-    encoded = registration.encode_state("abc", True)
+def test_the_state_popcorn_cli_writes_is_read_with_or_without_padding():
+    encoded = popcorn_state("abc", True)
     assert registration.parse_state(encoded) == registration.State("abc", True)
     assert registration.parse_state(encoded + "=" * (-len(encoded) % 4)).is_reset is True
     with pytest.raises(RegistrationRefused, match="is_reset must be a boolean"):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import PlannedRun
@@ -40,12 +40,6 @@ def test_the_same_rule_revises_nothing_and_a_rule_the_results_cannot_meet_takes_
 
 def test_a_gpu_filter_leaves_other_gpus_alone():
     assert rescoring.revisions(judged([1_000.0, 100_000.0]), "geom", {"T4"})[0] == []
-
-
-def test_best_per_user_keeps_the_earlier_of_equal_scores():
-    early, late = (BoardEntry("u", "ada", 1.0, 2), T0), (BoardEntry("u", "ada", 1.0, 1), T0 + timedelta(1))
-    other = (BoardEntry("v", "bo", 0.5, 3), T0)
-    assert [e.submission_id for e, _ in rescoring.best_per_user([late, early, other])] == [3, 2]
 
 
 def test_rank_moves_list_who_moves_and_who_leaves():

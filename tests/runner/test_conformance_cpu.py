@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from runner.conformance import CHECKS, HostCapabilities
 from runner.conformance.report import CheckResult, summary_line
 
@@ -86,3 +88,43 @@ def test_the_timing_noise_build_compiles_worker_supervisor_and_graph_truth(tmp_p
     assert build.problem == "", build.problem
     assert all((tmp_path / name).is_file() for name in ("eval.out", SUPERVISOR_NAME, TRUTH_BINARY))
     assert "--default-stream=per-thread" in build.compilations[2].command
+
+
+def _outcome(error: str = "", mean_ns: float | None = None):
+    from runner.conformance.runs import Outcome
+    from schemas.contracts import FullResult, SystemInfo
+
+    return Outcome(passed=not error, error=error, mean_ns=mean_ns,
+                   result=FullResult(success=True, system=SystemInfo(gpu="conformance"), runs={}))
+
+
+@pytest.mark.parametrize(("name", "error", "status"), [
+    ("cu_keeps_running", "timed call 3: 4096 mismatched elements; first at 0: got 0, expected 1", "pass"),
+    ("cu_keeps_running", "unsynchronized work or timer tampering detected", "pass"),
+    ("cu_keeps_running", "compilation failed: eval.cu(12): error", "fail"),  # any refusal passed before
+    ("cu_keeps_running", "", "fail"),
+    ("cu_fd_from_kernel", "worker protocol violation: bad frame header", "pass"),
+    ("cu_fd_from_kernel", "the worker exited (exit code 0)", "fail"),  # the forgery never reached the pipe
+    ("cu_side_stream", "timed call 1: 4096 mismatched elements; first at 0: got 0, expected 1", "pass"),
+    ("cu_side_stream", "compilation failed: side_stream.cu(3): error", "fail"),
+])
+def test_a_gpu_check_passes_only_a_refusal_for_the_reason_it_expects(monkeypatch, name, error, status):
+    """The checks' verdicts on what eval.cu answered, without a GPU: each run is replaced by the outcome given (the
+    same-stream control of a side-stream check passes)."""
+    from runner.conformance import checks
+
+    monkeypatch.setattr(checks, "source", lambda file: f"// {file}")
+    monkeypatch.setattr(checks, "run", lambda task, code, *args: _outcome("", 1000.0) if "same_work" in code
+                        else _outcome(error))
+    monkeypatch.setattr(checks, "cuda_task", lambda: None)
+    host = checks.HostCapabilities(gpus=1, gpu_name="H100", nvcc="/usr/local/bin/nvcc")
+    [result] = checks.run_checks([name], host=host)
+    assert result.status == status, result.line()
+
+
+@pytest.mark.parametrize(("cheat_ns", "status"), [(1000.0, "pass"), (920.0, "pass"), (850.0, "fail"), (500.0, "fail")])
+def test_a_side_stream_cheat_may_not_look_faster_than_the_noise_allows(cheat_ns, status):
+    from runner.conformance.checks import side_stream
+
+    result = side_stream("cu_side_stream", _outcome("", 1000.0), _outcome("", cheat_ns))
+    assert result.status == status, result.line()

@@ -3,7 +3,7 @@
 It keeps a guild with channels, roles, messages and threads, interaction responses and their webhook edits,
 synced commands, and serves attachments as a CDN would. Enough of Discord's behaviour is kept to catch the mistakes
 that matter: the 2000-character message limit, nonces that make a retried post land once, interaction tokens that
-expire, and private threads that only their members see.
+expire, private threads that only their members see, and rate limits (`rate_limits`, fake_discord_limits.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from aiohttp import web
+
+from tests.support.fake_discord_limits import RateLimits
 
 MESSAGE_LIMIT = 2000
 BOT_ID = 900_000_000_000_000_001
@@ -56,6 +58,7 @@ class FakeDiscord:
     commands: list[dict] = field(default_factory=list)
     attachments: dict[str, bytes] = field(default_factory=dict)
     requests: list[tuple[str, str]] = field(default_factory=list)
+    rate_limits: RateLimits = field(default_factory=RateLimits)
     _nonces: dict[tuple[int, str], int] = field(default_factory=dict)
     _runner: web.AppRunner | None = None
 
@@ -162,6 +165,8 @@ class FakeDiscord:
         token_in_path = any(part in request.path for part in ("/cdn/", "/webhooks/", "/interactions/"))
         if not token_in_path and request.headers.get("Authorization") != "Bot fake-token":
             return _json({"message": "401: Unauthorized", "code": 0}, status=401)
+        if (limited := self.rate_limits.answer(request)) is not None:
+            return limited
         try:
             return await handler(request)
         except web.HTTPException as exc:

@@ -9,6 +9,7 @@ expire; the token and user endpoints answer with the field names and error shape
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import threading
@@ -18,6 +19,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 CODE_TTL_S = 600
+
+
+def popcorn_state(cli_id: str, is_reset: bool) -> str:
+    """The `state` popcorn-cli puts into the authorize URL: unpadded base64url of its JSON (the gateway reads it)."""
+    payload = json.dumps({"cli_id": cli_id, "is_reset": is_reset}).encode()
+    return base64.urlsafe_b64encode(payload).decode().rstrip("=")
 
 
 @dataclass

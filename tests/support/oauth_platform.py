@@ -13,10 +13,9 @@ from pathlib import Path
 
 import httpx
 
-from services.gateway import registration
 from services.kit.embedded import create_database, drop_database, start_nats
 from tests.support.events import delete_all_streams
-from tests.support.fake_oauth import FakeOAuth, FakeOAuthServer
+from tests.support.fake_oauth import FakeOAuth, FakeOAuthServer, popcorn_state
 from tests.support.platform import Platform
 
 
@@ -46,7 +45,7 @@ class OAuthPlatform(Platform):
     def authorize_link(self, cli_id: str, is_reset: bool, provider: str = "github") -> str:
         """The provider's page popcorn-cli opens (or an attacker mails), with the state as popcorn-cli encodes it."""
         return self.fake.authorize_url(provider, f"{self.url}/auth/cli/{provider}",
-                                       registration.encode_state(cli_id, is_reset))
+                                       popcorn_state(cli_id, is_reset))
 
     def works(self, cli_id: str) -> bool:
         return self.http.get("/user/submissions", headers={"X-Popcorn-Cli-Id": cli_id}).status_code == 200

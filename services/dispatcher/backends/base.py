@@ -37,7 +37,14 @@ class LaunchError(Exception):
 
 
 class BackendUnavailable(Exception):
-    """The backend could not be asked right now (network, 5xx); asking again later may work."""
+    """The backend could not be asked right now (network, 5xx, a rate limit); asking again later may work.
+
+    `retry_after_s`: how long the backend asked us to wait before asking again (a 429's `Retry-After`), when it said.
+    """
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class Backend(Protocol):

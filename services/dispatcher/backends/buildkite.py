@@ -25,6 +25,7 @@ log = logging.getLogger("kernelbot.dispatcher.buildkite")
 
 META_KEY = "kernelbot-run"
 FINISHED = {"passed", "failed", "canceled", "skipped", "not_run"}
+ARTIFACTS_PER_PAGE = 100  # Buildkite's most
 
 
 class BuildkiteBackend:
@@ -68,10 +69,21 @@ class BuildkiteBackend:
         self._busy[queue].add(job_ref)
         return job_ref
 
+    async def _artifacts(self, number: str) -> list[dict]:
+        """Every artifact of a build: the listing comes a page at a time, the next one named in its `Link` header
+        (a pipeline may upload logs or traces beside result.json)."""
+        found: list[dict] = []
+        url: str | None = f"/builds/{number}/artifacts?per_page={ARTIFACTS_PER_PAGE}"
+        while url:
+            listing = await self._request("GET", url)
+            if listing.status_code != 200:
+                break
+            found += listing.json()
+            url = listing.links.get("next", {}).get("url")
+        return found
+
     async def _artifact(self, number: str, where: str) -> Outcome:
-        listing = await self._request("GET", f"/builds/{number}/artifacts")
-        artifact = next((a for a in listing.json() if a.get("filename") == RESULT_FILE), None) \
-            if listing.status_code == 200 else None
+        artifact = next((a for a in await self._artifacts(number) if a.get("filename") == RESULT_FILE), None)
         if artifact is None:
             return JobLost("lost", f"{where} left no {RESULT_FILE} artifact; see the build log", retryable=True)
         download = await self._request("GET", artifact["download_url"])

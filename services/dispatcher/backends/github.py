@@ -118,7 +118,8 @@ class GithubBackend:
             if index is None:
                 resumes = datetime.fromtimestamp(min(self._rested_until), UTC).strftime("%H:%M:%S UTC")
                 raise BackendUnavailable(f"GitHub rate-limits every token ({len(self._clients)}) until {resumes}; "
-                                         f"KB_GITHUB_TOKEN_BACKUP adds a token that takes over meanwhile")
+                                         f"KB_GITHUB_TOKEN_BACKUP adds a token that takes over meanwhile",
+                                         retry_after_s=max(min(self._rested_until) - _now(), 0.0))
             try:
                 return await asyncio.to_thread(self._with_token, index, function, *args)
             except UnknownObjectException:

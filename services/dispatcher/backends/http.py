@@ -2,7 +2,8 @@
 
 An HTTP API could not answer right now when the request did not reach it (network), when it asked us to slow down
 (429), or when it answered with a server error (5xx): the dispatcher keeps the launch and asks again
-(`BackendUnavailable`). Every other status is an answer, and the backend reads it.
+(`BackendUnavailable`), no sooner than a 429 says (`Retry-After`, or Buildkite's `RateLimit-Reset`). Every other
+status is an answer, and the backend reads it.
 
 The one exception is declared by the backend, not by a different threshold: slurmrestd answers 500 to a request it
 understood and refused (an invalid partition, a QOS violation, an unknown job id), with the reason in its body, so
@@ -14,11 +15,28 @@ of it) is still "ask again later".
 from __future__ import annotations
 
 from collections.abc import Collection
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
 
 from services.dispatcher.backends.base import BackendUnavailable
+
+
+def retry_after_s(response: httpx.Response) -> float | None:
+    """How long a rate-limited answer asks us to wait: `Retry-After` in seconds (RFC 9110; an HTTP date is read
+    too), else `RateLimit-Reset`, the seconds until the window resets (Buildkite's REST API); None when neither."""
+    value = response.headers.get("retry-after") or response.headers.get("ratelimit-reset")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        try:
+            return max((parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds(), 0.0)
+        except (TypeError, ValueError):
+            return None
 
 
 def unavailable(status: int, answers: Collection[int] = ()) -> bool:
@@ -34,5 +52,6 @@ async def request(http: httpx.AsyncClient, who: str, method: str, path: str, *, 
     except httpx.HTTPError as exc:
         raise BackendUnavailable(f"{who} is unreachable: {exc}") from exc
     if unavailable(response.status_code, answers):
-        raise BackendUnavailable(f"{who} answered {response.status_code}: {response.text[:200]}")
+        raise BackendUnavailable(f"{who} answered {response.status_code}: {response.text[:200]}",
+                                 retry_after_s(response) if response.status_code == 429 else None)
     return response

@@ -4,17 +4,23 @@ A build's job is what the pipeline step runs on the agent of `GPU_QUEUE`: deploy
 agent's CUDA_VISIBLE_DEVICES (the queue's index) and the build's SUBMISSION_PAYLOAD in its environment, and docker a
 stand-in that runs the runner image's entry point (tests/support/fakes/hostbin.py). So a payload too large for an
 environment variable fails to start as it would on a real agent, and a payload link is fetched by the step itself.
+
+As Buildkite's REST API does, it lists builds and artifacts a page at a time (`page`, `per_page`, a `Link` header),
+and over its rate limit (`rate_limit`) answers 429 with `RateLimit-Remaining: 0` and `RateLimit-Reset`, the seconds
+until the window resets. `extra_artifacts` adds files a build uploaded beside result.json (logs, traces).
 """
 
 from __future__ import annotations
 
+import math
 import shutil
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from tests.support.fakes.host import REPO, FakeHost
-from tests.support.fakes.http import FakeServer, Reply, Request
+from tests.support.fakes.http import FakeServer, Reply, Request, page_of
 from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused
 
 STEP = REPO / "deploy" / "buildkite" / "run-job.sh"
@@ -30,6 +36,9 @@ class FakeBuildkite(FakeServer):
         self.host.local_image("kernelbot-runner:latest", "sha256:fake-runner")
         self.queues: dict[int, str] = {}  # build number -> GPU_QUEUE
         self.meta: dict[int, dict] = {}
+        self.extra_artifacts: dict[int, list[str]] = {}  # build number -> files uploaded beside result.json
+        self.limited_until = 0.0  # epoch seconds: every API call is answered 429 until then
+        self.limited_answers = 0
         base = f"/v2/organizations/{organization}/pipelines/{pipeline}"
         self.base = base
         self.route("GET", f"{base}/builds", self._list)
@@ -60,9 +69,24 @@ class FakeBuildkite(FakeServer):
             result = Path(build) / "result.json"
             return result.read_bytes() if result.exists() else None
 
+    def rate_limit(self, for_s: float) -> None:
+        """From now on, for `for_s` seconds, every API call is over the rate limit."""
+        with self.lock:
+            self.limited_until = time.time() + for_s
+
     def dispatch(self, request: Request) -> Reply:
-        if not request.path.startswith("/blobs/") and request.headers.get("authorization") != f"Bearer {TOKEN}":
+        if request.path.startswith("/blobs/"):  # artifact storage: a signed URL, no token, no API limit
+            return super().dispatch(request)
+        if request.headers.get("authorization") != f"Bearer {TOKEN}":
             return Reply(401, {"message": "Authentication required. Please supply a valid API Access Token"})
+        with self.lock:
+            reset_s = self.limited_until - time.time()
+            if reset_s > 0:
+                self.limited_answers += 1
+                return Reply(429, {"message": "You have exceeded your API rate limit. Please wait before trying "
+                                              "again."},
+                             {"RateLimit-Remaining": "0", "RateLimit-Limit": "200",
+                              "RateLimit-Reset": str(math.ceil(reset_s))})
         return super().dispatch(request)
 
     def _json(self, job: FakeJob) -> dict:
@@ -80,7 +104,8 @@ class FakeBuildkite(FakeServer):
         for key, value in request.query.items():
             if key.startswith("meta_data[") and key.endswith("]"):
                 builds = [b for b in builds if b["meta_data"].get(key[len("meta_data["):-1]) == value]
-        return Reply(200, list(reversed(builds)))
+        page, links = page_of(list(reversed(builds)), request, self.url)
+        return Reply(200, page, links)
 
     def _create(self, request: Request) -> Reply:
         body = request.json()
@@ -118,10 +143,15 @@ class FakeBuildkite(FakeServer):
             return Reply(404, {"message": "No build found"})
         if job.state != "done" or job.result is None:
             return Reply(200, [])
-        url = f"{self.url}{self.base}/builds/{job.id}/jobs/job-{job.id}/artifacts/{job.id}/download"
-        return Reply(200, [{"id": str(job.id), "job_id": f"job-{job.id}", "path": "result.json",
-                            "filename": "result.json", "state": "finished", "file_size": len(job.result),
-                            "download_url": url}])
+        files = [*self.extra_artifacts.get(job.id, []), "result.json"]
+        artifacts = [{"id": str(job.id) if name == "result.json" else f"{job.id}-{i}", "job_id": f"job-{job.id}",
+                      "path": name, "filename": name, "state": "finished",
+                      "file_size": len(job.result) if name == "result.json" else 0,
+                      "download_url": f"{self.url}{self.base}/builds/{job.id}/jobs/job-{job.id}/artifacts/"
+                                      f"{job.id if name == 'result.json' else 0}/download"}
+                     for i, name in enumerate(files)]
+        page, links = page_of(artifacts, request, self.url)
+        return Reply(200, page, links)
 
     def _download(self, request: Request) -> Reply:
         return Reply(302, None, {"Location": f"{self.url}/blobs/{request.params['artifact']}/result.json"})

@@ -5,6 +5,10 @@ limit answers 403 (or 429) with `x-ratelimit-remaining: 0` and the epoch second 
 "API rate limit exceeded ..."; the secondary limit answers 403 (or 429) with `retry-after` in seconds, message
 "You have exceeded a secondary rate limit ...". Every other answer carries the token's `x-ratelimit-*` headers.
 `calls_by_token` counts the API calls of each token.
+
+The list of a workflow's runs is GitHub's: newest first, filtered by `event` and by `created` (a date or time
+qualifier: `>=`, `>`, `<=`, `<`, `A..B`, `A..*`, or a day), and paginated (`page`, `per_page`, a `Link` header).
+`jobs.record` adds runs that ended before the test began, for listings longer than a page or older than a filter.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ import time
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
-from tests.support.fakes.http import FakeServer, Reply, Request
+from tests.support.fakes.http import FakeServer, Reply, Request, page_of
 from tests.support.fakes.jobs import FakeJob, FakeJobs, answer_lost, refused
 
 TOKEN = "ghp_fake"
@@ -26,6 +31,26 @@ WORKFLOW_ID = 4242
 INPUTS = {"payload", "run_id", "runner"}
 # GitHub refuses a workflow_dispatch whose inputs together exceed this many characters.
 MAX_INPUTS_CHARS = 65_535
+
+
+def _instant(text: str, end_of_day: bool = False) -> float:
+    """Epoch seconds of a qualifier's date (`2026-11-24`, the whole day) or time (`2026-11-24T10:00:00Z`)."""
+    if "T" not in text:
+        day = datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp()
+        return day + 86_400 - 1e-6 if end_of_day else day
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def created_matches(created: float, qualifier: str) -> bool:
+    """GitHub's `created` filter of a run created at `created` (epoch seconds)."""
+    for operator, test in ((">=", lambda at: created >= _instant(at)), ("<=", lambda at: created <= _instant(at, True)),
+                           (">", lambda at: created > _instant(at, True)), ("<", lambda at: created < _instant(at))):
+        if qualifier.startswith(operator):
+            return test(qualifier[len(operator):])
+    if ".." in qualifier:
+        low, high = qualifier.split("..", 1)
+        return (low == "*" or created >= _instant(low)) and (high == "*" or created <= _instant(high, True))
+    return _instant(qualifier) <= created <= _instant(qualifier, True)
 
 
 def _zip_result(result: bytes) -> bytes:
@@ -125,7 +150,8 @@ class FakeGithub(FakeServer):
                 "event": "workflow_dispatch", "status": status, "conclusion": conclusion, "url": run_url,
                 "html_url": f"https://github.com/{self.full_name}/actions/runs/{job.id}",
                 "artifacts_url": f"{run_url}/artifacts", "cancel_url": f"{run_url}/cancel",
-                "workflow_id": WORKFLOW_ID}
+                "workflow_id": WORKFLOW_ID,
+                "created_at": datetime.fromtimestamp(job.started_at, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
 
     def _job(self, request: Request) -> FakeJob | None:
         return self.jobs.find(int(request.params["run"]))
@@ -167,11 +193,18 @@ class FakeGithub(FakeServer):
         return Reply(200, {"workflow_run_id": job.id, "run_url": run["url"], "html_url": run["html_url"]})
 
     def _runs(self, request: Request) -> Reply:
-        runs = [self._run_json(job) for job in list(self.jobs.jobs.values()) if not job.lost]
+        jobs = sorted((job for job in list(self.jobs.jobs.values()) if not job.lost),
+                      key=lambda job: (job.started_at, job.id), reverse=True)  # newest first, as GitHub lists them
+        if request.query.get("created"):
+            try:
+                jobs = [job for job in jobs if created_matches(job.started_at, request.query["created"])]
+            except ValueError:
+                return Reply(422, {"message": f"Invalid created qualifier: {request.query['created']}"})
+        runs = [self._run_json(job) for job in jobs]
         if request.query.get("event"):
             runs = [r for r in runs if r["event"] == request.query["event"]]
-        runs.reverse()  # newest first, as GitHub lists them
-        return Reply(200, {"total_count": len(runs), "workflow_runs": runs})
+        page, links = page_of(runs, request, self.url)
+        return Reply(200, {"total_count": len(runs), "workflow_runs": page}, links)
 
     def _run(self, request: Request) -> Reply:
         job = self._job(request)

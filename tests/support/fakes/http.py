@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 
 @dataclass
@@ -32,6 +32,25 @@ class Reply:
 
 
 Handler = Callable[[Request], Reply]
+
+DEFAULT_PER_PAGE, MAX_PER_PAGE = 30, 100  # GitHub's and Buildkite's
+
+
+def page_of(items: list, request: Request, url: str) -> tuple[list, dict[str, str]]:
+    """One page of `items` as GitHub and Buildkite serve a listing: `page` (from 1) and `per_page` (default 30, at
+    most 100) from the query, and a `Link` header naming the next, previous, first and last pages, with the other
+    query parameters kept (RFC 8288, as both APIs write it)."""
+    per_page = min(max(int(request.query.get("per_page", DEFAULT_PER_PAGE)), 1), MAX_PER_PAGE)
+    page = max(int(request.query.get("page", 1)), 1)
+    last = max((len(items) + per_page - 1) // per_page, 1)
+
+    def link(number: int) -> str:
+        return f"{url}{request.path}?{urlencode({**request.query, 'per_page': per_page, 'page': number})}"
+
+    pages = {"next": page + 1 if page < last else None, "last": last if page < last else None,
+             "first": 1 if page > 1 else None, "prev": page - 1 if page > 1 else None}
+    links = ", ".join(f'<{link(number)}>; rel="{rel}"' for rel, number in pages.items() if number is not None)
+    return items[(page - 1) * per_page:page * per_page], ({"Link": links} if links else {})
 
 
 class FakeServer:

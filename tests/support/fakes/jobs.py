@@ -116,6 +116,14 @@ class FakeJobs:
         threading.Thread(target=self._execute, args=(job, payload_text), daemon=True).start()
         return job
 
+    def record(self, key: str, started_at: float) -> FakeJob:
+        """A job that ran and ended before the test began (started at `started_at`, epoch seconds), never run here:
+        for listings that hold more than a launch's own job."""
+        with self._lock:
+            job = FakeJob(next(self._ids), key, None, state="done", started_at=started_at)
+            self.jobs[job.id] = job
+        return job
+
     def find(self, job_id: int) -> FakeJob | None:
         job = self.jobs.get(job_id)
         return None if job is None or job.lost else job
