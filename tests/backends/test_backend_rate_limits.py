@@ -11,8 +11,8 @@ from types import SimpleNamespace
 import pytest
 
 from problems import PROBLEMS_ROOT
-from runner.payload import build_payload
-from runner.taskfile import load_problem
+from runner.task.payload import build_payload
+from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult, RunPayload
 from services.dispatcher.backends.base import BackendUnavailable
 from services.dispatcher.backends.buildkite import BuildkiteBackend
