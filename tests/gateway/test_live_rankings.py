@@ -1,4 +1,4 @@
-"""Rankings read while their standings keep moving (services/gateway/standings_cache.py, hot_reads.py): through the
+"""Rankings read while their standings keep moving (services/gateway/fastpaths/standings_cache.py, rankings.py): through the
 real ledger and gateway, many readers at once never see an older state than one already seen, a change costs at
 most one render per page shape, and a closed board stays closed whatever is cached or being rendered.
 

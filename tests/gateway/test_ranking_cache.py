@@ -1,4 +1,4 @@
-"""The gateway's standings cache (services/gateway/standings_cache.py): a ranking is answered from memory while its
+"""The gateway's standings cache (services/gateway/fastpaths/standings_cache.py): a ranking is answered from memory while its
 standings stand still, changes as soon as a new best is projected, and a closed board's cached ranking reaches only
 those who may see it."""
 

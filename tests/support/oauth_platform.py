@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 
-from services.gateway import registration
+from services.gateway.accounts import registration
 from services.kit.embedded import create_database, drop_database, start_nats
 from tests.support.events import delete_all_streams
 from tests.support.fake_oauth import FakeOAuth, FakeOAuthServer

@@ -17,9 +17,10 @@ from schemas.policy_events import (
 )
 from services.core import admin_repository, policy_changes, views
 from services.core.admission import policy
-from services.gateway import boards
-from services.gateway.changes import bad_request, change_id, field, integer, publish_and_settle, text
-from services.gateway.deps import Pool
+from services.gateway.deps import Pool, State
+from services.gateway.policy import boards
+from services.gateway.policy.changes import bad_request, change_id, field, integer, publish_and_settle, text
+from services.gateway.state import GatewayState
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]
@@ -31,29 +32,27 @@ BAD_CATEGORY = "mode_category must be 'test' or 'leaderboard'"
 # --- kill switch --------------------------------------------------------------------------------------------
 
 
-async def _intake(request: Request, pool, accepting: bool) -> dict:
-    state = request.app.state
+async def _intake(state: GatewayState, accepting: bool) -> dict:
     await policy_changes.set_intake(state.broker, state.position, accepting, state.settings.projection_wait_s)
     return {"status": "ok", "accepts_jobs": accepting}
 
 
 @router.post("/start")
-async def start_intake(request: Request, pool: Pool) -> dict:
+async def start_intake(state: State, pool: Pool) -> dict:
     """Re-open submission intake (durable)."""
-    return await _intake(request, pool, True)
+    return await _intake(state, True)
 
 
 @router.post("/stop")
-async def stop_intake(request: Request, pool: Pool) -> dict:
+async def stop_intake(state: State, pool: Pool) -> dict:
     """Close submission intake; accepted jobs continue."""
-    return await _intake(request, pool, False)
+    return await _intake(state, False)
 
 
 # --- bans ---------------------------------------------------------------------------------------------------
 
 
-async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
-    state = request.app.state
+async def _ban(state: GatewayState, pool, user_id: str, banned: bool) -> dict:
     try:
         await policy_changes.set_ban(state.broker, pool, state.position, user_id, banned,
                                       state.settings.projection_wait_s)
@@ -63,13 +62,13 @@ async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
 
 
 @router.post("/ban/{user_id}")
-async def ban_user(user_id: str, request: Request, pool: Pool) -> dict:
-    return await _ban(request, pool, user_id, True)
+async def ban_user(user_id: str, state: State, pool: Pool) -> dict:
+    return await _ban(state, pool, user_id, True)
 
 
 @router.delete("/ban/{user_id}")
-async def unban_user(user_id: str, request: Request, pool: Pool) -> dict:
-    return await _ban(request, pool, user_id, False)
+async def unban_user(user_id: str, state: State, pool: Pool) -> dict:
+    return await _ban(state, pool, user_id, False)
 
 
 # --- visibility ---------------------------------------------------------------------------------------------

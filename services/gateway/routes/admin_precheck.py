@@ -9,8 +9,8 @@ from fastapi import APIRouter, Body, HTTPException, Request
 
 from services.core import operations_repository as repository
 from services.core import precheck_review as precheck
-from services.gateway.changes import field, publish_and_settle
 from services.gateway.deps import Pool
+from services.gateway.policy.changes import field, publish_and_settle
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]

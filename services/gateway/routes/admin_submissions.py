@@ -14,10 +14,11 @@ from services.core import admin_repository, hf_export, views
 from services.core import operations_repository as operate_repository
 from services.core import precheck_review as precheck
 from services.core import read_model as repository
-from services.gateway import boards, intake
-from services.gateway.changes import bad_request, field, publish_and_settle
-from services.gateway.deps import CurrentUser, Pool
+from services.gateway.deps import CurrentUser, Pool, state_of
+from services.gateway.policy import boards
+from services.gateway.policy.changes import bad_request, field, publish_and_settle
 from services.gateway.routes.submissions import accepted_response
+from services.gateway.submitting import intake
 
 router = APIRouter()
 JsonBody = Annotated[Any, Body()]
@@ -98,7 +99,7 @@ async def export_to_hugging_face(request: Request, pool: Pool, body: JsonBody = 
     unless `private` is false; every submission, failed ones included, unless `ranked_only` is true."""
     ranked_only = field(body, "ranked_only")
     try:
-        done = await hf_export.export_to_hub(pool, request.app.state.settings, field(body, "leaderboard_ids"),
+        done = await hf_export.export_to_hub(pool, state_of(request).settings, field(body, "leaderboard_ids"),
                                              field(body, "filename"), private=field(body, "private") is not False,
                                              ranked_only=False if ranked_only is None else ranked_only)
     except hf_export.ExportRefused as exc:

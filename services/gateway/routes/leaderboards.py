@@ -6,10 +6,10 @@ from fastapi import APIRouter, HTTPException, Request
 
 from services.core import board_rankings, views
 from services.core import read_model as repository
-from services.gateway import boards
 from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
-from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
-from services.gateway.standings_cache import json_response
+from services.gateway.fastpaths.ranking_bodies import count_variant, ranking_variant, renderer
+from services.gateway.fastpaths.standings_cache import json_response
+from services.gateway.policy import boards
 
 # Cached answers carry an ETag; a client sending it back in If-None-Match gets 304 while the standings stand still.
 CACHED = {304: {"description": "Not Modified: the ETag sent in If-None-Match is still current"}}

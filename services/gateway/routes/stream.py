@@ -12,8 +12,9 @@ from starlette.convertors import Convertor, register_url_convertor
 
 from services.core import read_model as repository
 from services.core import results
-from services.gateway import intake, ratelimit, sse
-from services.gateway.deps import CliUser
+from services.gateway.deps import CliUser, limits_of, state_of
+from services.gateway.edge import ratelimit
+from services.gateway.submitting import intake, sse
 
 RESERVED = ("admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "leaderboards",
             "runner_queue", "health", "docs", "openapi.json", "profile")
@@ -46,7 +47,7 @@ STREAM_DOC = {
 async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                         user: CliUser) -> StreamingResponse:
     # reserved before the submission is recorded: a refused stream leaves no submission behind
-    release = ratelimit.limits_of(request).streams.take(user.user_id)
+    release = limits_of(request).streams.take(user.user_id)
     try:
         accepted = await intake.accept(request, user, leaderboard, gpu, mode, file)
     except BaseException:
@@ -58,7 +59,7 @@ async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile,
 def follow_stream(request: Request, accepted: intake.Accepted, release,
                   finish=sse.final_event) -> StreamingResponse:
     """The SSE answer of an accepted submission; `release` frees its stream slot when the stream ends."""
-    pool, submission_id = request.app.state.pool, accepted.submission_id
+    pool, submission_id = state_of(request).pool, accepted.submission_id
 
     async def read_state() -> sse.JobState | None:
         row = await repository.submission_state(pool, submission_id)

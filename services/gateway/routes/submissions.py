@@ -9,8 +9,8 @@ from fastapi.responses import JSONResponse
 
 from services.core import read_model as repository
 from services.core import views
-from services.gateway import intake
 from services.gateway.deps import CurrentUser, Pool
+from services.gateway.submitting import intake
 
 router = APIRouter()
 log = logging.getLogger("kernelbot.gateway")

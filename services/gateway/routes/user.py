@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, HTTPException, Request
@@ -11,9 +10,9 @@ from schemas.events import SubmissionDeleted
 from schemas.policy_events import InviteClaimed
 from services.core import admin_repository, views
 from services.core import read_model as repository
-from services.gateway import long_poll
-from services.gateway.changes import bad_request, field, publish_and_settle
-from services.gateway.deps import CliUser, CurrentUser, Pool, Settings
+from services.gateway.deps import CliUser, CurrentUser, Pool
+from services.gateway.policy.changes import bad_request, field, publish_and_settle
+from services.gateway.policy.ownership import owned
 
 router = APIRouter(prefix="/user")
 
@@ -36,43 +35,13 @@ async def list_submissions(user: CurrentUser, pool: Pool, leaderboard: str | Non
     return [views.user_submission(row) for row in rows]
 
 
-async def _owned(pool, submission_id: int, user_id: str, verb: str):
-    row = await repository.submission(pool, submission_id)
-    if row is None:
-        raise HTTPException(404, "Submission not found")
-    if str(row["user_id"]) != user_id:
-        raise HTTPException(403, f"Not authorized to {verb} this submission")
-    return row
-
-
-async def _view(pool, submission_id: int, user_id: str) -> dict:
-    row = await _owned(pool, submission_id, user_id, "view")
-    runs = await repository.submission_runs(pool, submission_id)
-    gpu = row["gpus"][0] if row["gpus"] else ""
-    return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
-
-
-@router.get("/submissions/{submission_id}", description=long_poll.__doc__)
-async def show_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool,
-                          settings: Settings) -> dict:
-    """One submission with its runs. A poll of popcorn-cli's submit loop is held until the submission is done
-    (at most `long_poll_s`); any other read is answered at once (docs/polling.md)."""
-    view = await _view(pool, submission_id, user.user_id)
-    state = request.app.state
-    if long_poll.holds(state, settings, user.user_id, submission_id, view, datetime.now(UTC)):
-        view = await long_poll.hold_until_done(lambda: _view(pool, submission_id, user.user_id),
-                                               lambda: state.waiter.changed(submission_id), settings.long_poll_s)
-    state.poll_memory.answered(user.user_id, submission_id, datetime.now(UTC), view["done"])
-    return view
-
-
 @router.delete("/submissions/{submission_id}")
 async def delete_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool) -> dict:
     """Hides the submission and its runs everywhere once the ledger has recorded the deletion.
 
     Cancelling a job that is still pending or running is the dispatcher's part of the same event.
     """
-    await _owned(pool, submission_id, user.user_id, "delete")
+    await owned(pool, submission_id, user.user_id, "delete")
     deleted = SubmissionDeleted(submission_id=submission_id, user_id=user.user_id,
                                 correlation_id=str(submission_id))
     await publish_and_settle(request, deleted)

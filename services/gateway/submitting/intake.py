@@ -20,8 +20,7 @@ from schemas.events import SubmissionReceived
 from services.core import read_model as repository
 from services.core.admission import policy
 from services.core.admission.facts import admission_facts
-from services.gateway import ratelimit
-from services.gateway.deps import User
+from services.gateway.deps import User, limit_submit, state_of
 from services.kit.bus import publish
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -40,7 +39,7 @@ async def judge(request: Request, user: User, leaderboard: str, gpu: str, mode: 
                 deadline_applies: bool, profile: ProfileOptions | None = None) -> tuple[policy.Admitted, str]:
     """The policy's judgement with what the read model shows; the admitted submission and the board's name."""
     now = datetime.now(UTC)
-    found, board, rate_limit = await admission_facts(request.app.state.pool, leaderboard, user.user_id, mode, now)
+    found, board, rate_limit = await admission_facts(state_of(request).pool, leaderboard, user.user_id, mode, now)
     content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
     applicant = policy.Applicant(banned=user.banned, via_cli=user.via_cli, invited=found["invited"])
     admitted = policy.judge(accepting=found["accepting"], applicant=applicant, leaderboard_name=leaderboard,
@@ -56,7 +55,7 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
     Returns once the dispatcher accepted it and the read model shows it queued, or once the settings' projection
     wait has passed (the submission is then still recorded and judged; the client polls it).
     """
-    state = request.app.state
+    state = state_of(request)
     key = idempotency_key(request)
     submission_id = None
     if key is not None:
@@ -68,7 +67,7 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
             if earlier["status"] == "rejected":
                 await raise_refusal(state.pool, submission_id)
             return Accepted(submission_id, earlier["leaderboard_name"], gpu, earlier["mode"])
-    await ratelimit.limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
+    await limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
     admitted, board_name = await judge(request, user, leaderboard, gpu, mode, file, deadline_applies, profile)
     # A retry whose first attempt was published but not yet projected publishes the same SubmissionReceived id
     # again, and the stream's duplicate window keeps one.

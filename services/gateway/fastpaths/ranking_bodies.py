@@ -1,6 +1,6 @@
 """The JSON bodies of a ranking and of a count (http-api.md §3.7, §3.8), rendered for the standings cache.
 
-One home for both the routes and the hot path in front of them (hot_reads.py), which render on a miss the same bytes
+One home for both the routes and the hot path in front of them (rankings.py), which render on a miss the same bytes
 under the same variant key.
 """
 
@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from services.core import ranking_repository, views
 from services.core import read_model as repository
 from services.core.noise import ranking_noise
-from services.gateway.standings_cache import Render
+from services.gateway.fastpaths.standings_cache import Render
 
 
 def ranking_variant(limit: int | None, offset: int) -> Hashable:

@@ -10,6 +10,7 @@ from fastapi import HTTPException, Request
 
 from schemas.envelope import Event
 from services.core import settle
+from services.gateway.deps import state_of
 
 
 def change_id() -> str:
@@ -19,7 +20,7 @@ def change_id() -> str:
 
 async def publish_and_settle(request: Request, event: Event) -> bool:
     """Publish, then wait until the ledger has projected the change or the projection wait passes."""
-    state = request.app.state
+    state = state_of(request)
     return await settle.publish_and_settle(state.broker, event, state.position, state.settings.projection_wait_s)
 
 
