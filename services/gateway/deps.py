@@ -152,3 +152,10 @@ async def require_admin(settings: Settings, authorization: Annotated[str | None,
         raise HTTPException(401, "Missing Authorization header")
     if not hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
         raise HTTPException(401, "Invalid admin token")
+
+
+async def idempotency_key(idempotency_key: Annotated[str | None, Header(
+        alias="Idempotency-Key", description="Optional, 1 to 255 printable ASCII characters: a retry with the same key "
+        "answers with the submission the first attempt recorded, instead of submitting again.")] = None) -> None:
+    """Declares the header on the submit routes, so OpenAPI shows it; intake reads and checks it itself (a malformed
+    key is its 400, never a 422 of FastAPI's)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Body, Depends, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse
 
 from schemas.events import SubmissionDeleted
@@ -14,7 +14,7 @@ from services.core import admin_repository, hf_export, views
 from services.core import operations_repository as operate_repository
 from services.core import precheck_review as precheck
 from services.core import read_model as repository
-from services.gateway.deps import CurrentUser, Pool, state_of
+from services.gateway.deps import CurrentUser, Pool, idempotency_key, state_of
 from services.gateway.policy import boards
 from services.gateway.policy.changes import bad_request, field, publish_and_settle
 from services.gateway.routes.submissions import accepted_response
@@ -74,7 +74,8 @@ async def delete_user_submissions(leaderboard_id: int, user_name: str, request: 
             "deleted_runs": sum(row["runs"] for row in rows), "deleted_submissions": len(rows)}
 
 
-@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202)
+@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202,
+             dependencies=[Depends(idempotency_key)])
 async def submit_for_user(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                           user: CurrentUser, pool: Pool) -> JSONResponse:
     """On behalf of the user named by the USER headers, past the leaderboard's deadline too."""

@@ -14,14 +14,14 @@ import functools
 import hmac
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Header, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 
 from schemas.contracts import MAX_PROFILE_LAUNCHES, ProfileOptions
 from services.core import artifact_links
 from services.core.admission.policy import refuse
-from services.gateway.deps import CliUser, OptionalUser, Pool, Settings, limits_of
+from services.gateway.deps import CliUser, OptionalUser, Pool, Settings, idempotency_key, limits_of
 from services.gateway.routes.pages import Viewer
 from services.gateway.routes.stream import STREAM_DOC, follow_stream
 from services.gateway.submitting import artifacts_repository, intake, profile_answer
@@ -59,7 +59,8 @@ def capture_options(benchmark_index: str | None, kernel_name: str | None, launch
         raise  # refuse raised
 
 
-@router.post("/profile/{leaderboard}/{gpu}", response_class=StreamingResponse, responses=STREAM_DOC)
+@router.post("/profile/{leaderboard}/{gpu}", response_class=StreamingResponse, responses=STREAM_DOC,
+             dependencies=[Depends(idempotency_key)])
 async def profile_submit(leaderboard: str, gpu: str, file: UploadFile, request: Request, user: CliUser,
                          settings: Settings,
                          benchmark_index: Annotated[str | None, Form()] = None,

@@ -6,13 +6,13 @@ Registered after every fixed route, and its first segment never matches a reserv
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Depends, Request, UploadFile
 from fastapi.responses import StreamingResponse
 from starlette.convertors import Convertor, register_url_convertor
 
 from services.core import read_model as repository
 from services.core import results
-from services.gateway.deps import CliUser, limits_of, state_of
+from services.gateway.deps import CliUser, idempotency_key, limits_of, state_of
 from services.gateway.edge import ratelimit
 from services.gateway.submitting import intake, sse
 
@@ -43,7 +43,8 @@ STREAM_DOC = {
 }
 
 
-@router.post("/{leaderboard:leaderboard}/{gpu}/{mode}", response_class=StreamingResponse, responses=STREAM_DOC)
+@router.post("/{leaderboard:leaderboard}/{gpu}/{mode}", response_class=StreamingResponse, responses=STREAM_DOC,
+             dependencies=[Depends(idempotency_key)])
 async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                         user: CliUser) -> StreamingResponse:
     # reserved before the submission is recorded: a refused stream leaves no submission behind
