@@ -4,9 +4,8 @@ invites and bans. Each change is an event (schemas.policy_events); the answer co
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 
 from schemas.policy_events import (
     InviteRevoked,
@@ -19,13 +18,22 @@ from services.core import admin_repository, policy_changes, views
 from services.core.admission import policy
 from services.gateway.deps import Pool, State
 from services.gateway.policy import boards
-from services.gateway.policy.changes import bad_request, change_id, field, integer, publish_and_settle, text
+from services.gateway.policy.bodies import (
+    INVITES_REFUSALS,
+    NO_BOARDS,
+    RATE_LIMIT_REFUSALS,
+    VISIBILITY_REFUSALS,
+    JsonBody,
+    NewInvites,
+    RateLimitChange,
+    VisibilityChange,
+    documented,
+    read,
+)
+from services.gateway.policy.changes import bad_request, change_id, publish_and_settle
 from services.gateway.state import GatewayState
 
 router = APIRouter()
-JsonBody = Annotated[Any, Body()]
-MAX_INVITES = 10_000
-MAX_INT = 2**31 - 1
 BAD_CATEGORY = "mode_category must be 'test' or 'leaderboard'"
 
 
@@ -74,12 +82,10 @@ async def unban_user(user_id: str, state: State, pool: Pool) -> dict:
 # --- visibility ---------------------------------------------------------------------------------------------
 
 
-@router.post("/leaderboards/{leaderboard}/visibility")
+@router.post("/leaderboards/{leaderboard}/visibility", openapi_extra=documented(VisibilityChange))
 async def set_visibility(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     board = await boards.existing(pool, leaderboard)
-    visibility = field(body, "visibility")
-    if visibility not in ("public", "closed"):
-        raise bad_request("visibility must be 'public' or 'closed'")
+    visibility = read(VisibilityChange, body, VISIBILITY_REFUSALS).visibility
 
     event = LeaderboardVisibilityChanged(leaderboard=board["name"], visibility=visibility, change_id=change_id())
     await publish_and_settle(request, event)
@@ -93,14 +99,11 @@ async def _limits(pool, board) -> dict[str, dict]:
     return {row["mode_category"]: views.rate_limit(row) for row in await admin_repository.rate_limits(pool, board["id"])}
 
 
-@router.put("/leaderboards/{leaderboard}/rate-limits")
+@router.put("/leaderboards/{leaderboard}/rate-limits", openapi_extra=documented(RateLimitChange))
 async def set_rate_limit(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     board = await boards.existing(pool, leaderboard)
-    category, most = field(body, "mode_category"), integer(field(body, "max_submissions_per_hour"))
-    if category not in policy.RATE_CATEGORIES:
-        raise bad_request(BAD_CATEGORY)
-    if most is None or not 0 <= most <= MAX_INT:
-        raise bad_request("max_submissions_per_hour must be a non-negative integer")
+    change = read(RateLimitChange, body, RATE_LIMIT_REFUSALS)
+    category, most = change.mode_category, change.max_submissions_per_hour
 
     event = RateLimitSet(leaderboard=board["name"], mode_category=category, max_submissions_per_hour=most,
                          change_id=change_id())
@@ -130,19 +133,13 @@ async def clear_rate_limit(leaderboard: str, mode_category: str, request: Reques
 # --- invites ------------------------------------------------------------------------------------------------
 
 
-@router.post("/invites")
+@router.post("/invites", openapi_extra=documented(NewInvites))
 async def create_invites(request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """`count` codes (URL-safe, 128 random bits), each unlocking every listed leaderboard."""
-    count = integer(field(body, "count"))
-    if count is None or not 1 <= count <= MAX_INVITES:
-        raise bad_request(f"count must be an integer between 1 and {MAX_INVITES}")
-    listed, single = field(body, "leaderboards"), field(body, "leaderboard")
-    if isinstance(listed, list) and listed and all(text(name) for name in listed):
-        names = listed
-    elif text(single):
-        names = [single]
-    else:
-        raise bad_request("Must provide 'leaderboards' list or 'leaderboard' string")
+    invites = read(NewInvites, body, INVITES_REFUSALS)
+    count, names = invites.count, invites.names()
+    if names is None:
+        raise bad_request(NO_BOARDS)
     stored = list(dict.fromkeys([(await boards.existing(pool, name))["name"] for name in names]))
     codes = [secrets.token_urlsafe(16) for _ in range(count)]
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from fastapi import APIRouter, Body, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 
 from schemas.events import SubmissionDeleted
 from schemas.policy_events import InviteClaimed
 from services.core import admin_repository, views
 from services.core import read_model as repository
 from services.gateway.deps import CliUser, CurrentUser, Pool
-from services.gateway.policy.changes import bad_request, field, publish_and_settle
+from services.gateway.policy.bodies import JOIN_REFUSALS, InviteClaim, JsonBody, documented, read
+from services.gateway.policy.changes import bad_request, publish_and_settle
 from services.gateway.policy.ownership import owned
 
 router = APIRouter(prefix="/user")
@@ -48,12 +47,10 @@ async def delete_submission(submission_id: int, request: Request, user: CurrentU
     return {"status": "ok", "submission_id": submission_id}
 
 
-@router.post("/join")
-async def join(user: CliUser, request: Request, pool: Pool, body: Annotated[Any, Body()] = None) -> dict:
+@router.post("/join", openapi_extra=documented(InviteClaim))
+async def join(user: CliUser, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """Claim an invite code: its leaderboards open to the caller. Claiming one's own code again changes nothing."""
-    code = field(body, "code")
-    if not isinstance(code, str):
-        raise bad_request("Missing required field: code")
+    code = read(InviteClaim, body, JOIN_REFUSALS).code
     found = await admin_repository.invite(pool, code) if code and "\x00" not in code else None
     if found is None:
         raise bad_request("Invalid invite code")
