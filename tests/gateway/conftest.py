@@ -1,4 +1,6 @@
-"""One real platform for every gateway test: real NATS, real Postgres, each service a subprocess.
+"""One real platform for every gateway test, in the test process (tests/support/in_process.py): real NATS, a
+real Postgres database cloned from the migrated template, every service's own app on one event loop, and the gateway
+answered through httpx.ASGITransport. Subprocesses stay with tests/e2e (and test_health.py, which restarts servers).
 
 Runs on the null backend (GPU `null`), which passes every stage at once. Boards:
   `open`    public, GPU `null`          `closed`  closed, GPU `null`
@@ -11,15 +13,16 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.kit.embedded import create_database, drop_database, start_nats
+from services.kit.embedded import start_nats
+from tests.support.cloned_database import cloned
 from tests.support.events import delete_all_streams
+from tests.support.in_process import InProcessPlatform
 from tests.support.platform import Platform, identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
@@ -37,16 +40,16 @@ def gateway_nats(_external_nats_url: str | None, tmp_path_factory: pytest.TempPa
 
 
 @pytest.fixture(scope="package")
-def gateway_database(postgres_server_url: str) -> Iterator[str]:
-    name = f"kb_gateway_{uuid.uuid4().hex[:12]}"
-    yield create_database(postgres_server_url, name)
-    drop_database(postgres_server_url, name)
+def gateway_database(postgres_server_url: str, migrated_template: str) -> Iterator[str]:
+    with cloned(postgres_server_url, migrated_template, "kb_gateway") as url:
+        yield url
 
 
 @pytest.fixture(scope="package")
-def gateway(gateway_nats: str, gateway_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
-    running = Platform(gateway_nats, gateway_database, Path(tmp_path_factory.mktemp("gateway")),
-                       null_gpus=("null",))
+def gateway(gateway_nats: str, gateway_database: str,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessPlatform]:
+    running = InProcessPlatform(gateway_nats, gateway_database, Path(tmp_path_factory.mktemp("gateway")),
+                                null_gpus=("null",))
     running.start()
     try:
         running.add_boards(identity_board("open", ["null"]), identity_board("closed", ["null"], "closed"),

@@ -70,7 +70,7 @@ def test_fuzzing_the_documented_routes_finds_no_server_error(gateway, tmp_path):
     user_id, cli_id = new_user(gateway)
     (tmp_path / "schemathesis.toml").write_text(CONFIG)
     command = [
-        program, "run", f"{gateway.url}/openapi.json", "--checks", "not_a_server_error",
+        program, "run", f"{gateway.listening_url()}/openapi.json", "--checks", "not_a_server_error",
         "--phases", "examples,coverage,fuzzing", "--max-examples", "10", "--seed", "7", "--no-shrink",
         "--workers", "1",  # several workers crash schemathesis's own coverage phase on this Python
         "--request-timeout", "20",

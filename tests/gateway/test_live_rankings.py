@@ -129,7 +129,7 @@ def test_readers_of_a_live_ranking_never_see_an_older_state_and_a_change_costs_o
 
     async def scenario() -> Seen:
         seen, done = Seen(), asyncio.Event()
-        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        async with gateway.async_client() as http:
             await asyncio.gather(
                 write(gateway, board, next(_first_ids), done),
                 *(read(http, ranking, ranking_state, seen, done, conditional=n % 4 == 0) for n in range(24)),
@@ -167,7 +167,7 @@ def test_a_closed_live_board_stays_closed_to_outsiders_while_its_insider_sees_it
 
     async def scenario() -> Seen:
         seen, done = Seen(), asyncio.Event()
-        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        async with gateway.async_client() as http:
             await asyncio.gather(
                 write(gateway, board, next(_first_ids), done),
                 *(read(http, ranking, ranking_state, seen, done, conditional=n == 0, headers=cli(insider))
@@ -206,7 +206,7 @@ def test_a_live_board_closed_midway_is_refused_to_every_request_sent_after_the_c
                 elif answer.status_code == 200:
                     seen.answered(0, ranking_state(answer), ranking)
 
-        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
+        async with gateway.async_client() as http:
             await asyncio.gather(write(gateway, board, next(_first_ids), done, halfway), close(),
                                  *(anonymous(http) for _ in range(12)))
         return seen
