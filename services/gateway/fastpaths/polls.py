@@ -25,6 +25,7 @@ from services.gateway.deps import CurrentUser, Pool, Settings, State
 from services.gateway.fastpaths import long_poll
 from services.gateway.fastpaths.base import FastPath
 from services.gateway.policy.ownership import owned
+from services.gateway.responses import Submission, documents
 
 log = logging.getLogger("kernelbot.gateway.polls")
 
@@ -64,7 +65,7 @@ async def view(pool, submission_id: int, user_id: str) -> dict:
     return views.submission(row, runs, views.runner_queue(gpu, await repository.queue(pool, gpu, submission_id)))
 
 
-@router.get(ROUTE, description=long_poll.__doc__)
+@router.get(ROUTE, description=long_poll.__doc__, responses=documents(Submission))
 async def show_submission(submission_id: int, user: CurrentUser, pool: Pool, settings: Settings,
                           state: State) -> dict:
     """One submission with its runs. A poll of popcorn-cli's submit loop is held until the submission is done

@@ -17,6 +17,7 @@ from services.gateway.deps import CurrentUser, Pool, idempotency_key, state_of
 from services.gateway.policy import boards
 from services.gateway.policy.bodies import HuggingFaceExport, JsonBody, documented, read
 from services.gateway.policy.changes import bad_request, publish_and_settle
+from services.gateway.responses import Accepted, documents
 from services.gateway.routes.submissions import accepted_response
 from services.gateway.submitting import intake
 
@@ -74,7 +75,7 @@ async def delete_user_submissions(leaderboard_id: int, user_name: str, request: 
 
 
 @router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202,
-             dependencies=[Depends(idempotency_key)])
+             dependencies=[Depends(idempotency_key)], responses=documents(Accepted, 202))
 async def submit_for_user(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                           user: CurrentUser, pool: Pool) -> JSONResponse:
     """On behalf of the user named by the USER headers, past the leaderboard's deadline too."""

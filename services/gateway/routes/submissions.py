@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from services.core import read_model as repository
 from services.core import views
 from services.gateway.deps import CurrentUser, Pool, idempotency_key
+from services.gateway.responses import Accepted, documents
 from services.gateway.submitting import intake
 
 router = APIRouter()
@@ -33,7 +34,7 @@ async def accepted_response(pool, accepted: intake.Accepted) -> JSONResponse:
 
 
 @router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202,
-             dependencies=[Depends(idempotency_key)])
+             dependencies=[Depends(idempotency_key)], responses=documents(Accepted, 202))
 async def submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request, user: CurrentUser,
                  pool: Pool) -> JSONResponse:
     return await accepted_response(pool, await intake.accept(request, user, leaderboard, gpu, mode, file))

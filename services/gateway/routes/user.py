@@ -12,11 +12,12 @@ from services.gateway.deps import CliUser, CurrentUser, Pool
 from services.gateway.policy.bodies import JOIN_REFUSALS, InviteClaim, JsonBody, documented, read
 from services.gateway.policy.changes import bad_request, publish_and_settle
 from services.gateway.policy.ownership import owned
+from services.gateway.responses import Deleted, Joined, UserSubmission, documents
 
 router = APIRouter(prefix="/user")
 
 
-@router.get("/submissions")
+@router.get("/submissions", responses=documents(list[UserSubmission]))
 async def list_submissions(user: CurrentUser, pool: Pool, leaderboard: str | None = None, limit: int = 50,
                            offset: int = 0) -> list[dict]:
     """Newest first; `runs` holds only ranked results. An unknown leaderboard lists nothing."""
@@ -34,7 +35,7 @@ async def list_submissions(user: CurrentUser, pool: Pool, leaderboard: str | Non
     return [views.user_submission(row) for row in rows]
 
 
-@router.delete("/submissions/{submission_id}")
+@router.delete("/submissions/{submission_id}", responses=documents(Deleted))
 async def delete_submission(submission_id: int, request: Request, user: CurrentUser, pool: Pool) -> dict:
     """Hides the submission and its runs everywhere once the ledger has recorded the deletion.
 
@@ -47,7 +48,7 @@ async def delete_submission(submission_id: int, request: Request, user: CurrentU
     return {"status": "ok", "submission_id": submission_id}
 
 
-@router.post("/join", openapi_extra=documented(InviteClaim))
+@router.post("/join", openapi_extra=documented(InviteClaim), responses=documents(Joined))
 async def join(user: CliUser, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """Claim an invite code: its leaderboards open to the caller. Claiming one's own code again changes nothing."""
     code = read(InviteClaim, body, JOIN_REFUSALS).code
