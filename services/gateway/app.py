@@ -71,5 +71,5 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     app.add_middleware(RankingFastPath, state=state)  # sees the cleaned URL, and only ever answers a public ranking
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
-    metrics.install_http(app)  # /metrics, /ready and request latency by route, outermost
+    metrics.install_http(app, state.dependencies_answer)  # /metrics, /ready and request latency by route, outermost
     return app

@@ -17,6 +17,7 @@ from services.gateway.fastpaths.long_poll import PollMemory
 from services.gateway.fastpaths.standings_cache import StandingsCache
 from services.gateway.settings import GatewaySettings
 from services.gateway.submitting.waiter import ProjectionWaiter
+from services.kit import metrics_repository
 from services.kit.bus import declare_streams
 from services.kit.db import apply_migrations, create_pool
 from services.kit.listener import Listener
@@ -55,6 +56,12 @@ class GatewayState:
         if self._pool is None:
             raise RuntimeError("the gateway's lifespan has not started: no database pool")
         return self._pool
+
+    async def dependencies_answer(self) -> bool:
+        """Whether NATS and Postgres answer (GET /ready)."""
+        connection = self.broker.connection
+        return bool(connection and connection.is_connected) and self.started and await metrics_repository.ping(
+            self.pool)
 
     async def start(self) -> None:
         settings = self.settings
