@@ -1,6 +1,7 @@
 """One real platform for every gateway test, in the test process (tests/support/in_process.py): real NATS, a
 real Postgres database cloned from the migrated template, every service's own app on one event loop, and the gateway
-answered through httpx.ASGITransport. Subprocesses stay with tests/e2e (and test_health.py, which restarts servers).
+answered through httpx.ASGITransport. The modules that need a server on a port take `gateway_processes` instead
+(each service a subprocess); tests/e2e runs subprocesses too.
 
 Runs on the null backend (GPU `null`), which passes every stage at once. Boards:
   `open`    public, GPU `null`          `closed`  closed, GPU `null`
@@ -52,12 +53,33 @@ def gateway(gateway_nats: str, gateway_database: str,
                                 null_gpus=("null",))
     running.start()
     try:
-        running.add_boards(identity_board("open", ["null"]), identity_board("closed", ["null"], "closed"),
-                           identity_board("idle", ["idle"]))
+        add_boards(running)
         yield running
     finally:
         running.stop()
 
+
+@pytest.fixture(scope="package")
+def gateway_processes(postgres_server_url: str, migrated_template: str,
+                      tmp_path_factory: pytest.TempPathFactory) -> Iterator[Platform]:
+    """The same platform with every service a subprocess, for the modules that need a server on a port (a runner
+    fetching a payload, schemathesis, SSE clients that go away, parallel connections, replicas). Its own NATS and
+    database: two platforms on one stream would split each other's messages."""
+    workdir = Path(tmp_path_factory.mktemp("gateway-processes"))
+    with start_nats(workdir / "nats") as nats, \
+            cloned(postgres_server_url, migrated_template, "kb_gateway_processes") as database:
+        running = Platform(nats.url, database, workdir, null_gpus=("null",))
+        running.start()
+        try:
+            add_boards(running)
+            yield running
+        finally:
+            running.stop()
+
+
+def add_boards(platform: Platform) -> None:
+    platform.add_boards(identity_board("open", ["null"]), identity_board("closed", ["null"], "closed"),
+                        identity_board("idle", ["idle"]))
 
 
 def new_user(platform: Platform) -> tuple[str, str]:

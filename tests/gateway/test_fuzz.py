@@ -13,7 +13,14 @@ import pytest
 
 from schemas.streams import DEAD_LETTERS
 from tests.gateway.conftest import new_user
-from tests.support.platform import ADMIN_TOKEN
+from tests.support.platform import ADMIN_TOKEN, Platform
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 # Known names half of the time, so requests get past "does not exist" into the routes' own logic. No `idle`:
 # a stream of a job that never runs would only end at the request timeout.
@@ -70,7 +77,7 @@ def test_fuzzing_the_documented_routes_finds_no_server_error(gateway, tmp_path):
     user_id, cli_id = new_user(gateway)
     (tmp_path / "schemathesis.toml").write_text(CONFIG)
     command = [
-        program, "run", f"{gateway.listening_url()}/openapi.json", "--checks", "not_a_server_error",
+        program, "run", f"{gateway.url}/openapi.json", "--checks", "not_a_server_error",
         "--phases", "examples,coverage,fuzzing", "--max-examples", "10", "--seed", "7", "--no-shrink",
         "--workers", "1",  # several workers crash schemathesis's own coverage phase on this Python
         "--request-timeout", "20",

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 import httpx
 import nats
+import pytest
 
 from schemas.envelope import Event
 from schemas.events import ScoreComputed, SubmissionReceived
@@ -28,7 +29,14 @@ from services.kit.db import create_pool
 from tests.gateway.admission import admin
 from tests.gateway.conftest import cli, new_user
 from tests.gateway.test_ranking_cache import cache_hits
-from tests.support.platform import identity_board
+from tests.support.platform import Platform, identity_board
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 CHANGES = 30
 GPU = "idle"  # no runner serves it: the only scores are the ones published here
@@ -129,7 +137,7 @@ def test_readers_of_a_live_ranking_never_see_an_older_state_and_a_change_costs_o
 
     async def scenario() -> Seen:
         seen, done = Seen(), asyncio.Event()
-        async with gateway.async_client() as http:
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
             await asyncio.gather(
                 write(gateway, board, next(_first_ids), done),
                 *(read(http, ranking, ranking_state, seen, done, conditional=n % 4 == 0) for n in range(24)),
@@ -167,7 +175,7 @@ def test_a_closed_live_board_stays_closed_to_outsiders_while_its_insider_sees_it
 
     async def scenario() -> Seen:
         seen, done = Seen(), asyncio.Event()
-        async with gateway.async_client() as http:
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
             await asyncio.gather(
                 write(gateway, board, next(_first_ids), done),
                 *(read(http, ranking, ranking_state, seen, done, conditional=n == 0, headers=cli(insider))
@@ -206,7 +214,7 @@ def test_a_live_board_closed_midway_is_refused_to_every_request_sent_after_the_c
                 elif answer.status_code == 200:
                     seen.answered(0, ranking_state(answer), ranking)
 
-        async with gateway.async_client() as http:
+        async with httpx.AsyncClient(base_url=gateway.url, timeout=30) as http:
             await asyncio.gather(write(gateway, board, next(_first_ids), done, halfway), close(),
                                  *(anonymous(http) for _ in range(12)))
         return seen
