@@ -45,7 +45,7 @@ def specification(service: str) -> dict[str, Any]:
     app = module.create_app(_settings(service))
     if service == "gateway":
         # A FastAPI app: document the broker it publishes through.
-        factory = AsyncAPI(app.state.broker, title="kernelbot-gateway", version=platform_version())
+        factory = AsyncAPI(app.state.gateway.broker, title="kernelbot-gateway", version=platform_version())
     else:
         factory = app.schema
     return json.loads(factory.to_specification().to_json())

@@ -26,6 +26,7 @@ from services.kit.embedded import (
     start_postgres,
 )
 from services.kit.embedded.common import _run_sync
+from tests.support import cloned_database
 from tests.support.events import delete_all_streams
 
 
@@ -95,6 +96,13 @@ def postgres_server_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[st
         _embedded_postgres.append(server)
         yield server.url
         _embedded_postgres.clear()
+
+
+@pytest.fixture(scope="session")
+def migrated_template(postgres_server_url: str) -> Iterator[str]:
+    """The name of a migrated database that tests clone (tests/support/cloned_database.py)."""
+    with cloned_database.migrated_template(postgres_server_url) as name:
+        yield name
 
 
 @pytest.fixture

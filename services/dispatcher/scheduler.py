@@ -79,7 +79,7 @@ class Scheduler:
         self._active_by_gpu: dict[str, int] = dict.fromkeys(lanes, 0)
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task] = []
-        self._listener = Listener(database_url, "kb_dispatch", lambda _gpu: self._wake.set(), self._wake.set)
+        self._listener = Listener(database_url).subscribe("kb_dispatch", lambda _gpu: self._wake.set(), self._wake.set)
 
     async def start(self) -> None:
         await self._listener.start()

@@ -1,4 +1,7 @@
-"""Dependencies of the gateway routes: settings, pool, broker, identities."""
+"""Dependencies of the gateway routes: the gateway's state and its parts, identities.
+
+The one place that reads the app's state (`state_of`): everything else receives the GatewayState or a part of it.
+"""
 
 from __future__ import annotations
 
@@ -12,31 +15,57 @@ from faststream.nats import NatsBroker
 
 from services.core.infrastructure.position import LedgerPosition
 from services.core.readmodel import user_reads
+from services.gateway.edge.ratelimit import Limits
+from services.gateway.fastpaths.standings_cache import StandingsCache
 from services.gateway.settings import GatewaySettings
-from services.gateway.standings_cache import StandingsCache
+from services.gateway.state import GatewayState
+
+
+def state_of(request: Request) -> GatewayState:
+    """The gateway's state, as create_app() keeps it on the app."""
+    return request.app.state.gateway
 
 
 # Async on purpose: FastAPI runs a plain `def` dependency in a worker thread, for every request.
+async def get_state(request: Request) -> GatewayState:
+    return state_of(request)
+
+
 async def get_settings(request: Request) -> GatewaySettings:
-    return request.app.state.settings
+    return state_of(request).settings
 
 
 async def get_pool(request: Request) -> asyncpg.Pool:
-    return request.app.state.pool
+    return state_of(request).pool
 
 
 async def get_broker(request: Request) -> NatsBroker:
-    return request.app.state.broker
+    return state_of(request).broker
 
 
 async def get_position(request: Request) -> LedgerPosition:
-    return request.app.state.position
+    return state_of(request).position
 
 
 async def get_standings_cache(request: Request) -> StandingsCache:
-    return request.app.state.standings_cache
+    return state_of(request).standings_cache
 
 
+def limits_of(request: Request) -> Limits:
+    return state_of(request).limits
+
+
+async def limit_auth_init(request: Request) -> None:
+    """Dependency of `/auth/init`: pending registrations per client address."""
+    limits = limits_of(request)
+    await limits.auth_init.hit(limits.client_address(request), "registrations per address")
+
+
+async def limit_submit(request: Request, user_id: str) -> None:
+    await limits_of(request).submit.hit(user_id, "submissions per user")
+
+
+State = Annotated[GatewayState, Depends(get_state)]
 Pool = Annotated[asyncpg.Pool, Depends(get_pool)]
 Cache = Annotated[StandingsCache, Depends(get_standings_cache)]
 Broker = Annotated[NatsBroker, Depends(get_broker)]
@@ -123,3 +152,10 @@ async def require_admin(settings: Settings, authorization: Annotated[str | None,
         raise HTTPException(401, "Missing Authorization header")
     if not hmac.compare_digest(authorization.encode(), f"Bearer {token}".encode()):
         raise HTTPException(401, "Invalid admin token")
+
+
+async def idempotency_key(idempotency_key: Annotated[str | None, Header(
+        alias="Idempotency-Key", description="Optional, 1 to 255 printable ASCII characters: a retry with the same key "
+        "answers with the submission the first attempt recorded, instead of submitting again.")] = None) -> None:
+    """Declares the header on the submit routes, so OpenAPI shows it; intake reads and checks it itself (a malformed
+    key is its 400, never a 422 of FastAPI's)."""

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -187,16 +187,10 @@ class HttpMetrics:
                 time.perf_counter() - started)
 
 
-def install_http(app) -> None:
-    """The gateway's /metrics and /ready (left out of the OpenAPI document: they are for operators)."""
+def install_http(app, dependencies_answer: Callable[[], Awaitable[bool]]) -> None:
+    """The gateway's /metrics and /ready (left out of the OpenAPI document: they are for operators); ready while
+    `dependencies_answer()` says NATS and Postgres answer."""
     from starlette.responses import Response
-
-    from services.kit import metrics_repository
-
-    async def dependencies_answer() -> bool:
-        broker = app.state.broker
-        return bool(broker.connection and broker.connection.is_connected) and await metrics_repository.ping(
-            app.state.pool)
 
     async def ready() -> Response:
         return await status.readiness(dependencies_answer)

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
-
 from schemas.credentials import cli_id_hash
 from services.core.readmodel import poll_reads
 from services.kit.db import create_pool
@@ -64,7 +62,7 @@ def test_web_sign_in_takes_the_clear_id_and_ends_with_it(gateway):
     gateway.http.cookies.clear()
     assert cli_id not in cookie and cli_id_hash(cli_id) not in cookie
 
-    browser = httpx.Client(base_url=gateway.url, cookies={"kb_session": cookie})
+    browser = gateway.client(cookies={"kb_session": cookie})
 
     def page_status() -> int:
         return browser.get("/web/submissions", follow_redirects=False).status_code

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from services.gateway.coalesce import Coalesced
+from services.gateway.fastpaths.coalesce import Coalesced
 
 
 def test_requests_arriving_together_share_one_read_and_later_ones_get_a_fresh_read() -> None:

@@ -13,7 +13,14 @@ import pytest
 
 from schemas.streams import DEAD_LETTERS
 from tests.gateway.conftest import new_user
-from tests.support.platform import ADMIN_TOKEN
+from tests.support.platform import ADMIN_TOKEN, Platform
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 # Known names half of the time, so requests get past "does not exist" into the routes' own logic. No `idle`:
 # a stream of a job that never runs would only end at the request timeout.

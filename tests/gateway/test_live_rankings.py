@@ -1,4 +1,4 @@
-"""Rankings read while their standings keep moving (services/gateway/standings_cache.py, hot_reads.py): through the
+"""Rankings read while their standings keep moving (services/gateway/fastpaths/standings_cache.py, rankings.py): through the
 real ledger and gateway, many readers at once never see an older state than one already seen, a change costs at
 most one render per page shape, and a closed board stays closed whatever is cached or being rendered.
 
@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 
 import httpx
 import nats
+import pytest
 
 from schemas.envelope import Event
 from schemas.events import ScoreComputed, SubmissionReceived
@@ -28,7 +29,14 @@ from services.kit.db import create_pool
 from tests.gateway.admission import admin
 from tests.gateway.conftest import cli, new_user
 from tests.gateway.test_ranking_cache import cache_hits
-from tests.support.platform import identity_board
+from tests.support.platform import Platform, identity_board
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 CHANGES = 30
 GPU = "idle"  # no runner serves it: the only scores are the ones published here

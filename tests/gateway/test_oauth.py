@@ -17,8 +17,8 @@ import httpx
 import pytest
 
 from schemas.credentials import cli_id_hash
-from services.gateway import registration
-from services.gateway.registration import Existing, RegistrationRefused
+from services.gateway.accounts import registration
+from services.gateway.accounts.registration import Existing, RegistrationRefused
 from services.gateway.web.session import Signer
 from tests.gateway.conftest import CODE, cli
 from tests.support.events import archived, query

@@ -1,4 +1,4 @@
-"""popcorn-cli's poll answered before routing (services/gateway/hot_polls.py): the route's answer, byte for byte,
+"""popcorn-cli's poll answered before routing (services/gateway/fastpaths/polls.py): the route's answer, byte for byte,
 from one read; every other case still answered by the route."""
 
 from __future__ import annotations
@@ -6,8 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from services.core.readmodel import poll_reads
-from services.gateway import hot_polls
-from services.gateway.routes.user import _view
+from services.gateway.fastpaths import polls
 from services.kit.db import create_pool
 from tests.gateway.conftest import CODE, cli, new_user
 
@@ -16,7 +15,7 @@ async def both_views(database_url: str, cli_id: str, user_id: str, submission_id
     pool = await create_pool(database_url, 1)
     try:
         row = await poll_reads.poll(pool, cli_id, submission_id)
-        return hot_polls.view_of(row), await _view(pool, submission_id, user_id)
+        return polls.view_of(row), await polls.view(pool, submission_id, user_id)
     finally:
         await pool.close()
 
@@ -33,7 +32,7 @@ def test_the_one_read_gives_the_routes_view_done_or_waiting(gateway):
     assert fast == routed
     assert len(fast["runs"]) >= 2 and any(run["score"] is not None for run in fast["runs"])
     assert all(run["start_time"].endswith("Z") for run in fast["runs"])
-    assert hot_polls.BODY.dump_json(fast) == hot_polls.BODY.dump_json(routed)
+    assert polls.BODY.dump_json(fast) == polls.BODY.dump_json(routed)
     answer = gateway.http.get(f"/user/submissions/{done}", headers=cli(cli_id))
     assert answer.status_code == 200 and answer.headers["content-type"] == "application/json"
     assert answer.json() == {**routed, "runner_queue": answer.json()["runner_queue"]}  # others' jobs may move it

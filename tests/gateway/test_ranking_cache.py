@@ -1,4 +1,4 @@
-"""The gateway's standings cache (services/gateway/standings_cache.py): a ranking is answered from memory while its
+"""The gateway's standings cache (services/gateway/fastpaths/standings_cache.py): a ranking is answered from memory while its
 standings stand still, changes as soon as a new best is projected, and a closed board's cached ranking reaches only
 those who may see it."""
 
@@ -6,9 +6,18 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from tests.gateway.admission import admin, fresh_board
 from tests.gateway.conftest import CODE, cli, new_user
 from tests.support.platform import Platform
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 
 def cache_hits(platform) -> float:

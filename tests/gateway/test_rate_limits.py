@@ -8,12 +8,21 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from schemas.events import SubmissionReceived
 from services.kit.bus import publish_all
 from tests.gateway.admission import admin, fresh_board
 from tests.gateway.conftest import CODE, cli, new_user
 from tests.support.events import archived
+from tests.support.platform import Platform
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 RETRY = re.compile(r"Rate limit exceeded: 2/2 test submissions per hour\. Try again in (\d+)s\.")
 

@@ -14,6 +14,14 @@ from runner.task.payload import PayloadError, decode_payload, fetch_if_reference
 from schemas.contracts import RunPayload
 from services.dispatcher.backends.base import LaunchError
 from services.dispatcher.backends.carry import GITHUB_INLINE_MAX, PayloadLinks, carried
+from tests.support.platform import Platform
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 
 def payload(size: int) -> RunPayload:

@@ -9,6 +9,14 @@ import httpx
 import pytest
 
 from tests.gateway.conftest import CODE, cli, new_user
+from tests.support.platform import Platform
+
+
+@pytest.fixture(scope="module")
+def gateway(gateway_processes: Platform) -> Platform:
+    """Every service a subprocess here: these tests need the gateway on a port (tests/gateway/conftest.py)."""
+    return gateway_processes
+
 
 
 def parse_frames(raw: bytes) -> list[tuple[str, dict]]:

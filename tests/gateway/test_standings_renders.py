@@ -1,11 +1,11 @@
-"""The standings cache's renders (services/gateway/standings_cache.py): one per change and variant, however many
+"""The standings cache's renders (services/gateway/fastpaths/standings_cache.py): one per change and variant, however many
 requests wait for it; a request never gets a body older than its version, nor waits behind an older render."""
 
 from __future__ import annotations
 
 import asyncio
 
-from services.gateway.standings_cache import StandingsCache
+from services.gateway.fastpaths.standings_cache import StandingsCache
 
 BOARD, GPU, VARIANT = 7, "H100", ("ranking", 20, 0)
 

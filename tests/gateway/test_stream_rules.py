@@ -8,7 +8,7 @@ import json
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import RunCompleted, SubmissionDeleted
 from services.core.presentation import reports, results
-from services.gateway import sse
+from services.gateway.submitting import sse
 from services.ledger import projections
 from services.ledger.archive_sql import ARCHIVE_STATEMENTS
 

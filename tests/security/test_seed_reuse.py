@@ -39,8 +39,8 @@ PROBLEM = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "proble
 ATTACKS = Path(__file__).parent / "seed_reuse"
 BOARD = "vectoradd_v2"
 LEAKED = re.compile(r"leaked secret seed: (\d+)")
-# The service tier's fixtures: a migrated database per test, cloned from a template.
-migrated_template, service_database = service_tier.migrated_template, service_tier.service_database
+# The service tier's fixture: a migrated database per test, cloned from the template (tests/conftest.py).
+service_database = service_tier.service_database
 
 
 def board() -> LeaderboardCreated:

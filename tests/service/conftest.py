@@ -1,55 +1,17 @@
-"""Fixtures of the service tier (tests/support/service_tier.py): a migrated template database, cloned per test."""
+"""Fixtures of the service tier (tests/support/service_tier.py): a database cloned per test from the migrated
+template (tests/conftest.py)."""
 
 from __future__ import annotations
 
-import asyncio
-import uuid
-import warnings
 from collections.abc import Iterator
 
-import asyncpg
 import pytest
 
-from services.kit.db import apply_migrations
-from services.kit.embedded import create_database, drop_database
-from services.kit.embedded.databases import database_url
-
-
-@pytest.fixture(scope="session")
-def migrated_template(postgres_server_url: str) -> Iterator[str]:
-    """A database with every migration applied, never connected to again, so Postgres can copy it."""
-    name = f"kb_template_{uuid.uuid4().hex[:12]}"
-    url = create_database(postgres_server_url, name)
-    apply_migrations(url)
-    asyncio.run(_end_sessions(postgres_server_url, name))  # the migration tool's connection may linger until GC
-    yield name
-    drop_database(postgres_server_url, name)
-
-
-async def _end_sessions(server_url: str, name: str) -> None:
-    conn = await asyncpg.connect(database_url(server_url, "postgres"))
-    try:
-        await conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                           "WHERE datname = $1 AND pid <> pg_backend_pid()", name)
-    finally:
-        await conn.close()
-
-
-async def _clone(server_url: str, template: str, name: str) -> None:
-    conn = await asyncpg.connect(database_url(server_url, "postgres"))
-    try:
-        await conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
-    finally:
-        await conn.close()
+from tests.support.cloned_database import cloned
 
 
 @pytest.fixture
 def service_database(postgres_server_url: str, migrated_template: str) -> Iterator[str]:
     """A fresh, migrated database for this test only: a copy of the template."""
-    name = f"kb_service_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_clone(postgres_server_url, migrated_template, name))
-    yield database_url(postgres_server_url, name)
-    try:
-        drop_database(postgres_server_url, name)
-    except Exception as exc:  # noqa: BLE001 - a leftover test database must not fail the test
-        warnings.warn(f"could not drop test database {name}: {exc!r}", stacklevel=1)
+    with cloned(postgres_server_url, migrated_template, "kb_service") as url:
+        yield url

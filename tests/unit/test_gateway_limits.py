@@ -1,4 +1,4 @@
-"""The gateway's limits (services/gateway/ratelimit.py): which address a request counts against, stream slots."""
+"""The gateway's limits (services/gateway/edge/ratelimit.py): which address a request counts against, stream slots."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from fastapi import HTTPException
 from starlette.requests import Request
 
-from services.gateway.ratelimit import Limits, Streams
+from services.gateway.edge.ratelimit import Limits, Streams
 from services.gateway.settings import GatewaySettings
 
 

@@ -1,11 +1,11 @@
-"""The rule that tells popcorn-cli's poll loop from a one-off read (services/gateway/long_poll.py), and the hold."""
+"""The rule that tells popcorn-cli's poll loop from a one-off read (services/gateway/fastpaths/long_poll.py), and the hold."""
 
 from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from services.gateway.long_poll import PollMemory, hold_until_done, is_poll_loop
+from services.gateway.fastpaths.long_poll import PollMemory, hold_until_done, is_poll_loop
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from services.core.admission import policy
 from services.core.admission.policy import LeaderboardView
 from services.core.presentation.results import RunOutcome
 from services.core.rules import artifact_links
-from services.gateway import profile_answer, sse
+from services.gateway.submitting import profile_answer, sse
 
 BOARD = LeaderboardView(name="qr", gpus=("B200",), deadline=datetime(2100, 1, 1, tzinfo=UTC), lang="py",
                         benchmarks=3)

@@ -6,7 +6,7 @@ batch, on a Postgres channel, in the batch's own transaction (so the announcemen
 read). Nothing polls: a waiter is woken by the announcement that passes it.
 
 A wait that depends on another service first (the dispatcher deciding on a submission, the scorer reinstating one)
-cannot know the sequence it waits for; those watch their submission instead (gateway/waiter.py, settle.until).
+cannot know the sequence it waits for; those watch their submission instead (gateway/submitting/waiter.py, settle.until).
 """
 
 from __future__ import annotations
@@ -31,14 +31,21 @@ class LedgerPosition:
         self._pool = None
         self._catching_up: set[asyncio.Task] = set()
 
-    async def start(self, database_url: str, pool) -> None:
+    def subscribe(self, listener: Listener, pool) -> None:
+        """Follow the ledger's announcements on a listener the caller starts; `catch_up()` once it has started, so
+        nothing announced in between is missed."""
         self._pool = pool
-        self._listener = Listener(database_url, POSITION_CHANNEL, self._announced, self._catch_up_soon)
+        listener.subscribe(POSITION_CHANNEL, self._announced, self._catch_up_soon)
+
+    async def start(self, database_url: str, pool) -> None:
+        """Follow the ledger on a LISTEN connection of this position's own (a process that follows nothing else)."""
+        self._listener = Listener(database_url)
+        self.subscribe(self._listener, pool)
         await self._listener.start()
         await self.catch_up()  # after LISTEN, so nothing announced in between is missed
 
     async def stop(self) -> None:
-        if self._listener is not None:
+        if self._listener is not None:  # only the connection it opened itself
             await self._listener.stop()
         for task in list(self._catching_up):
             task.cancel()

@@ -4,9 +4,8 @@ invites and bans. Each change is an event (schemas.policy_events); the answer co
 from __future__ import annotations
 
 import secrets
-from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 
 from schemas.policy_events import (
     InviteRevoked,
@@ -19,43 +18,51 @@ from services.core.admin import policy_changes
 from services.core.admission import policy
 from services.core.presentation import views
 from services.core.readmodel import admin_reads
-from services.gateway import boards
-from services.gateway.changes import bad_request, change_id, field, integer, publish_and_settle, text
-from services.gateway.deps import Pool
+from services.gateway.deps import Pool, State
+from services.gateway.policy import boards
+from services.gateway.policy.bodies import (
+    INVITES_REFUSALS,
+    NO_BOARDS,
+    RATE_LIMIT_REFUSALS,
+    VISIBILITY_REFUSALS,
+    JsonBody,
+    NewInvites,
+    RateLimitChange,
+    VisibilityChange,
+    documented,
+    read,
+)
+from services.gateway.policy.changes import bad_request, change_id, publish_and_settle
+from services.gateway.state import GatewayState
 
 router = APIRouter()
-JsonBody = Annotated[Any, Body()]
-MAX_INVITES = 10_000
-MAX_INT = 2**31 - 1
 BAD_CATEGORY = "mode_category must be 'test' or 'leaderboard'"
 
 
 # --- kill switch --------------------------------------------------------------------------------------------
 
 
-async def _intake(request: Request, pool, accepting: bool) -> dict:
-    state = request.app.state
+async def _intake(state: GatewayState, accepting: bool) -> dict:
     await policy_changes.set_intake(state.broker, state.position, accepting, state.settings.projection_wait_s)
     return {"status": "ok", "accepts_jobs": accepting}
 
 
 @router.post("/start")
-async def start_intake(request: Request, pool: Pool) -> dict:
+async def start_intake(state: State, pool: Pool) -> dict:
     """Re-open submission intake (durable)."""
-    return await _intake(request, pool, True)
+    return await _intake(state, True)
 
 
 @router.post("/stop")
-async def stop_intake(request: Request, pool: Pool) -> dict:
+async def stop_intake(state: State, pool: Pool) -> dict:
     """Close submission intake; accepted jobs continue."""
-    return await _intake(request, pool, False)
+    return await _intake(state, False)
 
 
 # --- bans ---------------------------------------------------------------------------------------------------
 
 
-async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
-    state = request.app.state
+async def _ban(state: GatewayState, pool, user_id: str, banned: bool) -> dict:
     try:
         await policy_changes.set_ban(state.broker, pool, state.position, user_id, banned,
                                       state.settings.projection_wait_s)
@@ -65,24 +72,22 @@ async def _ban(request: Request, pool, user_id: str, banned: bool) -> dict:
 
 
 @router.post("/ban/{user_id}")
-async def ban_user(user_id: str, request: Request, pool: Pool) -> dict:
-    return await _ban(request, pool, user_id, True)
+async def ban_user(user_id: str, state: State, pool: Pool) -> dict:
+    return await _ban(state, pool, user_id, True)
 
 
 @router.delete("/ban/{user_id}")
-async def unban_user(user_id: str, request: Request, pool: Pool) -> dict:
-    return await _ban(request, pool, user_id, False)
+async def unban_user(user_id: str, state: State, pool: Pool) -> dict:
+    return await _ban(state, pool, user_id, False)
 
 
 # --- visibility ---------------------------------------------------------------------------------------------
 
 
-@router.post("/leaderboards/{leaderboard}/visibility")
+@router.post("/leaderboards/{leaderboard}/visibility", openapi_extra=documented(VisibilityChange))
 async def set_visibility(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     board = await boards.existing(pool, leaderboard)
-    visibility = field(body, "visibility")
-    if visibility not in ("public", "closed"):
-        raise bad_request("visibility must be 'public' or 'closed'")
+    visibility = read(VisibilityChange, body, VISIBILITY_REFUSALS).visibility
 
     event = LeaderboardVisibilityChanged(leaderboard=board["name"], visibility=visibility, change_id=change_id())
     await publish_and_settle(request, event)
@@ -96,14 +101,11 @@ async def _limits(pool, board) -> dict[str, dict]:
     return {row["mode_category"]: views.rate_limit(row) for row in await admin_reads.rate_limits(pool, board["id"])}
 
 
-@router.put("/leaderboards/{leaderboard}/rate-limits")
+@router.put("/leaderboards/{leaderboard}/rate-limits", openapi_extra=documented(RateLimitChange))
 async def set_rate_limit(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     board = await boards.existing(pool, leaderboard)
-    category, most = field(body, "mode_category"), integer(field(body, "max_submissions_per_hour"))
-    if category not in policy.RATE_CATEGORIES:
-        raise bad_request(BAD_CATEGORY)
-    if most is None or not 0 <= most <= MAX_INT:
-        raise bad_request("max_submissions_per_hour must be a non-negative integer")
+    change = read(RateLimitChange, body, RATE_LIMIT_REFUSALS)
+    category, most = change.mode_category, change.max_submissions_per_hour
 
     event = RateLimitSet(leaderboard=board["name"], mode_category=category, max_submissions_per_hour=most,
                          change_id=change_id())
@@ -133,19 +135,13 @@ async def clear_rate_limit(leaderboard: str, mode_category: str, request: Reques
 # --- invites ------------------------------------------------------------------------------------------------
 
 
-@router.post("/invites")
+@router.post("/invites", openapi_extra=documented(NewInvites))
 async def create_invites(request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """`count` codes (URL-safe, 128 random bits), each unlocking every listed leaderboard."""
-    count = integer(field(body, "count"))
-    if count is None or not 1 <= count <= MAX_INVITES:
-        raise bad_request(f"count must be an integer between 1 and {MAX_INVITES}")
-    listed, single = field(body, "leaderboards"), field(body, "leaderboard")
-    if isinstance(listed, list) and listed and all(text(name) for name in listed):
-        names = listed
-    elif text(single):
-        names = [single]
-    else:
-        raise bad_request("Must provide 'leaderboards' list or 'leaderboard' string")
+    invites = read(NewInvites, body, INVITES_REFUSALS)
+    count, names = invites.count, invites.names()
+    if names is None:
+        raise bad_request(NO_BOARDS)
     stored = list(dict.fromkeys([(await boards.existing(pool, name))["name"] for name in names]))
     codes = [secrets.token_urlsafe(16) for _ in range(count)]
 

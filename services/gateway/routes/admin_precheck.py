@@ -3,17 +3,22 @@ verdict with the rules that fired, and clearing a false positive (rescored throu
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from fastapi import APIRouter, Body, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Request
 
 from services.core.admin import precheck_review as precheck
 from services.core.readmodel import operator_reads
-from services.gateway.changes import field, publish_and_settle
 from services.gateway.deps import Pool
+from services.gateway.policy.bodies import (
+    CLEARING_REFUSALS,
+    JsonBody,
+    PrecheckPolicyChange,
+    VerdictClearing,
+    documented,
+    read,
+)
+from services.gateway.policy.changes import publish_and_settle
 
 router = APIRouter()
-JsonBody = Annotated[Any, Body()]
 CLEARED_BY = "admin"
 
 
@@ -28,11 +33,11 @@ async def show_policy(leaderboard: str, pool: Pool) -> dict:
     return {"status": "ok", "rules": precheck.policy_view(await operator_reads.precheck_policy(pool, leaderboard))}
 
 
-@router.put("/leaderboards/{leaderboard}/precheck")
+@router.put("/leaderboards/{leaderboard}/precheck", openapi_extra=documented(PrecheckPolicyChange))
 async def set_policy(leaderboard: str, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """Body `{"outcomes": {"<rule>": "refuse" | "hacked" | "warn" | "off"}}`; rules not named keep their default."""
     try:
-        event = await precheck.build_policy(pool, leaderboard, field(body, "outcomes"))
+        event = await precheck.build_policy(pool, leaderboard, read(PrecheckPolicyChange, body, {}).outcomes)
     except precheck.PrecheckError as error:
         raise _http(error) from error
 
@@ -48,14 +53,12 @@ async def show_verdict(submission_id: int, pool: Pool) -> dict:
     return {"status": "ok", "submission_id": submission_id, "precheck": view}
 
 
-@router.post("/submissions/{submission_id}/precheck/clear")
+@router.post("/submissions/{submission_id}/precheck/clear", openapi_extra=documented(VerdictClearing))
 async def clear_verdict(submission_id: int, request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """Clear a `hacked` verdict, or a score the floor held for review, judged a false positive; the scorer then
     reinstates the submission (its job status leaves `hacked`) and rescores its board. Answers once the clearing
     shows."""
-    reason = field(body, "reason")
-    if reason is not None and (not isinstance(reason, str) or "\x00" in reason):
-        raise HTTPException(400, "reason must be a string")
+    reason = read(VerdictClearing, body, CLEARING_REFUSALS).reason
     try:
         event = await precheck.build_clear(pool, submission_id, CLEARED_BY, reason or "")
     except precheck.PrecheckError as error:

@@ -4,9 +4,8 @@ submission, deletions, submitting on a user's behalf, a leaderboard's submission
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, HTTPException, Request, UploadFile
 from fastapi.responses import JSONResponse
 
 from schemas.events import SubmissionDeleted
@@ -14,13 +13,15 @@ from services.core.admin import precheck_review as precheck
 from services.core.opendata import hf_export
 from services.core.presentation import views
 from services.core.readmodel import admin_reads, operator_reads, submission_reads
-from services.gateway import boards, intake
-from services.gateway.changes import bad_request, field, publish_and_settle
-from services.gateway.deps import CurrentUser, Pool
+from services.gateway.deps import CurrentUser, Pool, idempotency_key, state_of
+from services.gateway.policy import boards
+from services.gateway.policy.bodies import HuggingFaceExport, JsonBody, documented, read
+from services.gateway.policy.changes import bad_request, publish_and_settle
+from services.gateway.responses import Accepted, documents
 from services.gateway.routes.submissions import accepted_response
+from services.gateway.submitting import intake
 
 router = APIRouter()
-JsonBody = Annotated[Any, Body()]
 
 
 @router.get("/stats")
@@ -73,7 +74,8 @@ async def delete_user_submissions(leaderboard_id: int, user_name: str, request: 
             "deleted_runs": sum(row["runs"] for row in rows), "deleted_submissions": len(rows)}
 
 
-@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202)
+@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202,
+             dependencies=[Depends(idempotency_key)], responses=documents(Accepted, 202))
 async def submit_for_user(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                           user: CurrentUser, pool: Pool) -> JSONResponse:
     """On behalf of the user named by the USER headers, past the leaderboard's deadline too."""
@@ -92,15 +94,15 @@ async def leaderboard_submissions(leaderboard: str, pool: Pool, limit: int = 100
     return {"status": "ok", "leaderboard": board["name"], "limit": limit, "offset": offset, "submission_ids": ids}
 
 
-@router.post("/export-hf")
+@router.post("/export-hf", openapi_extra=documented(HuggingFaceExport))
 async def export_to_hugging_face(request: Request, pool: Pool, body: JsonBody = None) -> dict:
     """The open-data export (services.core.opendata.hf_export) in the public data set's columns, to the private data set
     unless `private` is false; every submission, failed ones included, unless `ranked_only` is true."""
-    ranked_only = field(body, "ranked_only")
+    export = read(HuggingFaceExport, body, {})
     try:
-        done = await hf_export.export_to_hub(pool, request.app.state.settings, field(body, "leaderboard_ids"),
-                                             field(body, "filename"), private=field(body, "private") is not False,
-                                             ranked_only=False if ranked_only is None else ranked_only)
+        done = await hf_export.export_to_hub(pool, state_of(request).settings, export.leaderboard_ids,
+                                             export.filename, private=export.private is not False,
+                                             ranked_only=False if export.ranked_only is None else export.ranked_only)
     except hf_export.ExportRefused as exc:
         raise bad_request(str(exc)) from exc
     except hf_export.ExportNotConfigured as exc:

@@ -14,9 +14,9 @@ import uuid
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import JSONResponse, Response
 
-from services.gateway import auth_repository, oauth, ratelimit, registering, registration
-from services.gateway.deps import Broker, Pool, Settings
-from services.gateway.registration import INVALID_PROVIDER, RegistrationRefused
+from services.gateway.accounts import auth_repository, oauth, registering, registration
+from services.gateway.accounts.registration import INVALID_PROVIDER, RegistrationRefused
+from services.gateway.deps import Broker, Pool, Settings, limit_auth_init
 from services.gateway.routes import auth_confirm
 from services.gateway.routes.auth_confirm import client_address, hold
 from services.gateway.settings import GatewaySettings, OAuthProvider
@@ -41,7 +41,7 @@ def _redirect_uri(settings: GatewaySettings, request: Request, provider: str) ->
     return f"{base}/auth/cli/{provider}"
 
 
-@router.get("/auth/init", dependencies=[Depends(ratelimit.limit_auth_init)])
+@router.get("/auth/init", dependencies=[Depends(limit_auth_init)])
 async def auth_init(request: Request, pool: Pool, settings: Settings, provider: str | None = None) -> dict:
     if provider not in registration.PROVIDERS:
         raise HTTPException(400, INVALID_PROVIDER)

@@ -18,10 +18,10 @@ from typing import Annotated
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse
 
-from services.gateway import auth_repository, confirm_repository, registering, registration
-from services.gateway.deps import Broker, Pool, Settings
-from services.gateway.oauth import Account
-from services.gateway.registration import RegistrationRefused, State
+from services.gateway.accounts import auth_repository, confirm_repository, registering, registration
+from services.gateway.accounts.oauth import Account
+from services.gateway.accounts.registration import RegistrationRefused, State
+from services.gateway.deps import Broker, Pool, Settings, state_of
 from services.gateway.routes.pages import forged, page
 from services.gateway.web import csrf
 from services.gateway.web.session import open_session
@@ -33,14 +33,14 @@ PROVIDER_NAMES = {"discord": "Discord", "github": "GitHub"}
 
 def client_address(request: Request) -> str:
     """The peer's address; behind a proxy, the one the proxy reports only if it is trusted (KB_TRUSTED_PROXIES)."""
-    state = request.app.state
+    state = state_of(request)
     if "x-forwarded-for" in request.headers and not state.settings.trusted_proxies and \
-            not getattr(state, "forwarded_for_warned", False):
+            not state.forwarded_for_warned:
         # Most likely a proxy nobody listed: then every client has the proxy's address, and the check is void.
         state.forwarded_for_warned = True
         log.warning("X-Forwarded-For ignored: no KB_TRUSTED_PROXIES set. Behind a reverse proxy, list it there, "
                     "or registrations cannot tell clients apart (docs/security.md)")
-    # One answer to "who is this client" for the registration check and the rate limits (services/gateway/ratelimit.py).
+    # One answer to "who is this client" for the registration check and the rate limits (services/gateway/edge/ratelimit.py).
     return client_network(state.limits.client_address(request))
 
 

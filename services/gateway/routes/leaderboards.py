@@ -6,10 +6,12 @@ from fastapi import APIRouter, HTTPException, Request
 
 from services.core.presentation import views
 from services.core.readmodel import board_reads, queue_reads, standing_reads, user_reads
-from services.gateway import board_rankings, boards
+from services.gateway import board_rankings
 from services.gateway.deps import Cache, OptionalUser, Pool, QuietUser
-from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
-from services.gateway.standings_cache import json_response
+from services.gateway.fastpaths.ranking_bodies import count_variant, ranking_variant, renderer
+from services.gateway.fastpaths.standings_cache import json_response
+from services.gateway.policy import boards
+from services.gateway.responses import Count, Leaderboard, RankingEntry, RunnerQueue, documents
 
 # Cached answers carry an ETag; a client sending it back in If-None-Match gets 304 while the standings stand still.
 CACHED = {304: {"description": "Not Modified: the ETag sent in If-None-Match is still current"}}
@@ -17,7 +19,7 @@ CACHED = {304: {"description": "Not Modified: the ETag sent in If-None-Match is 
 router = APIRouter()
 
 
-@router.get("/leaderboards")
+@router.get("/leaderboards", responses=documents(list[Leaderboard]))
 async def list_leaderboards(pool: Pool, user: QuietUser) -> list[dict]:
     """Every leaderboard; a closed one shows its task only to a caller holding an invite to it."""
     rows = await board_reads.leaderboards(pool)
@@ -32,7 +34,7 @@ async def list_gpus(leaderboard: str, pool: Pool, user: OptionalUser) -> list[st
 
 
 # Both answer from the standings cache with an ETag; who may see the board is checked first, on every request.
-@router.get("/submissions/{leaderboard}/{gpu}", responses=CACHED)
+@router.get("/submissions/{leaderboard}/{gpu}", responses={**CACHED, **documents(list[RankingEntry])})
 async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cache: Cache, user: OptionalUser,
                   limit: int | None = None, offset: int = 0) -> list[dict]:
     """The ranking, best first. Each entry has `score_interval`, the 95% interval of its score in seconds (null when
@@ -48,7 +50,7 @@ async def ranking(request: Request, leaderboard: str, gpu: str, pool: Pool, cach
     return await json_response(request, cache, board, gpu, variant, renderer(pool, board, gpu, variant))
 
 
-@router.get("/submission_count/{leaderboard}/{gpu}", responses=CACHED)
+@router.get("/submission_count/{leaderboard}/{gpu}", responses={**CACHED, **documents(Count)})
 async def submission_count(request: Request, leaderboard: str, gpu: str, pool: Pool, cache: Cache,
                            user: OptionalUser, user_id: str | None = None) -> dict:
     """Distinct ranked users; with `user_id`, that user's eligible runs."""
@@ -74,6 +76,6 @@ async def rankings_by_id(leaderboard_id: int, pool: Pool, user: OptionalUser) ->
     return {"rankings": rankings, "leaderboard": views.board_rankings_board(board)}
 
 
-@router.get("/runner_queue/{gpu}")
+@router.get("/runner_queue/{gpu}", responses=documents(RunnerQueue))
 async def runner_queue(gpu: str, pool: Pool) -> dict:
     return views.runner_queue(gpu, await queue_reads.queue(pool, gpu))

@@ -18,9 +18,8 @@ from markupsafe import Markup
 from services.core.presentation import reports, results, views
 from services.core.readmodel import board_reads, queue_reads, submission_reads, user_reads
 from services.core.rules.noise import ranking_noise
-from services.gateway import pages_repository
 from services.gateway.deps import Cache, Pool, User
-from services.gateway.web import csrf, render
+from services.gateway.web import csrf, pages_repository, render
 from services.gateway.web.charts import Attempt, best_over_time
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
 from services.gateway.web.stats import format_seconds

@@ -2,8 +2,8 @@
 "Profiling"), and the download links of its artifacts.
 
 The submit is the streaming submit in profile mode with capture options: the same identity, permissions, rate
-limits, pre-check, queue and backends (services/gateway/intake.py), the same SSE framing; its terminal event is
-services/gateway/profile_answer.py's.
+limits, pre-check, queue and backends (services/gateway/submitting/intake.py), the same SSE framing; its terminal event is
+services/gateway/submitting/profile_answer.py's.
 """
 
 from __future__ import annotations
@@ -14,17 +14,17 @@ import functools
 import hmac
 from typing import Annotated
 
-from fastapi import APIRouter, Form, Header, HTTPException, Request, UploadFile
+from fastapi import APIRouter, Depends, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 
 from schemas.contracts import MAX_PROFILE_LAUNCHES, ProfileOptions
 from services.core.admission.policy import refuse
 from services.core.rules import artifact_links
-from services.gateway import artifacts_repository, intake, profile_answer, ratelimit
-from services.gateway.deps import CliUser, OptionalUser, Pool, Settings
+from services.gateway.deps import CliUser, OptionalUser, Pool, Settings, idempotency_key, limits_of
 from services.gateway.routes.pages import Viewer
 from services.gateway.routes.stream import STREAM_DOC, follow_stream
+from services.gateway.submitting import artifacts_repository, intake, profile_answer
 from services.gateway.web.session import secret_key
 
 router = APIRouter()
@@ -59,7 +59,8 @@ def capture_options(benchmark_index: str | None, kernel_name: str | None, launch
         raise  # refuse raised
 
 
-@router.post("/profile/{leaderboard}/{gpu}", response_class=StreamingResponse, responses=STREAM_DOC)
+@router.post("/profile/{leaderboard}/{gpu}", response_class=StreamingResponse, responses=STREAM_DOC,
+             dependencies=[Depends(idempotency_key)])
 async def profile_submit(leaderboard: str, gpu: str, file: UploadFile, request: Request, user: CliUser,
                          settings: Settings,
                          benchmark_index: Annotated[str | None, Form()] = None,
@@ -69,7 +70,7 @@ async def profile_submit(leaderboard: str, gpu: str, file: UploadFile, request: 
     """Profile a submission on one GPU: Nsight Compute on NVIDIA, rocprofv3 on AMD, torch.profiler on CPU. The
     stream ends with a `result` event holding each case's artifacts and their download links, or an `error`."""
     options = capture_options(benchmark_index, kernel_name, launch_count, launch_skip)
-    release = ratelimit.limits_of(request).streams.take(user.user_id)
+    release = limits_of(request).streams.take(user.user_id)
     try:
         accepted = await intake.accept(request, user, leaderboard, gpu, "profile", file, profile=options)
     except BaseException:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from services.gateway import payloads_repository
 from services.gateway.deps import Pool
+from services.gateway.submitting import payloads_repository
 from services.kit.payload_links import PATH, token_hash
 
 router = APIRouter()

@@ -7,14 +7,15 @@ Registered after every fixed route, and its first segment never matches a reserv
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Depends, Request, UploadFile
 from fastapi.responses import StreamingResponse
 from starlette.convertors import Convertor, register_url_convertor
 
 from services.core.presentation import results
 from services.core.readmodel import submission_reads
-from services.gateway import intake, ratelimit, sse
-from services.gateway.deps import CliUser
+from services.gateway.deps import CliUser, idempotency_key, limits_of, state_of
+from services.gateway.edge import ratelimit
+from services.gateway.submitting import intake, sse
 
 RESERVED = ("admin", "auth", "user", "submission", "submissions", "submission_count", "gpus", "leaderboards",
             "runner_queue", "health", "docs", "openapi.json", "profile")
@@ -43,11 +44,12 @@ STREAM_DOC = {
 }
 
 
-@router.post("/{leaderboard:leaderboard}/{gpu}/{mode}", response_class=StreamingResponse, responses=STREAM_DOC)
+@router.post("/{leaderboard:leaderboard}/{gpu}/{mode}", response_class=StreamingResponse, responses=STREAM_DOC,
+             dependencies=[Depends(idempotency_key)])
 async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request,
                         user: CliUser) -> StreamingResponse:
     # reserved before the submission is recorded: a refused stream leaves no submission behind
-    release = ratelimit.limits_of(request).streams.take(user.user_id)
+    release = limits_of(request).streams.take(user.user_id)
     try:
         accepted = await intake.accept(request, user, leaderboard, gpu, mode, file)
     except BaseException:
@@ -59,7 +61,7 @@ async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile,
 def follow_stream(request: Request, accepted: intake.Accepted, release,
                   finish=sse.final_event) -> StreamingResponse:
     """The SSE answer of an accepted submission; `release` frees its stream slot when the stream ends."""
-    pool, submission_id = request.app.state.pool, accepted.submission_id
+    pool, submission_id = state_of(request).pool, accepted.submission_id
 
     async def read_state() -> sse.JobState | None:
         row = await submission_reads.submission_state(pool, submission_id)

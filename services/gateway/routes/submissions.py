@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Depends, Request, UploadFile
 from fastapi.responses import JSONResponse
 
 from services.core.presentation import views
 from services.core.readmodel import queue_reads
-from services.gateway import intake
-from services.gateway.deps import CurrentUser, Pool
+from services.gateway.deps import CurrentUser, Pool, idempotency_key
+from services.gateway.responses import Accepted, documents
+from services.gateway.submitting import intake
 
 router = APIRouter()
 log = logging.getLogger("kernelbot.gateway")
@@ -33,7 +34,8 @@ async def accepted_response(pool, accepted: intake.Accepted) -> JSONResponse:
     return JSONResponse(body, status_code=202)
 
 
-@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202)
+@router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202,
+             dependencies=[Depends(idempotency_key)], responses=documents(Accepted, 202))
 async def submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request, user: CurrentUser,
                  pool: Pool) -> JSONResponse:
     return await accepted_response(pool, await intake.accept(request, user, leaderboard, gpu, mode, file))

@@ -7,7 +7,6 @@ A person proves ownership once, by the OAuth callback or by entering their CLI i
 from __future__ import annotations
 
 import hashlib
-import secrets
 import time
 from dataclasses import dataclass
 
@@ -15,7 +14,7 @@ from fastapi import Request, Response
 from itsdangerous import BadData, TimestampSigner, URLSafeTimedSerializer
 
 from schemas.credentials import cli_id_hash
-from services.gateway.settings import GatewaySettings
+from services.gateway.deps import state_of
 
 COOKIE = "kb_session"
 MAX_AGE_S = 7 * 24 * 3600
@@ -70,25 +69,16 @@ class Signer:
 
 
 def secret_key(request: Request) -> bytes:
-    """The key of sessions and form tokens: the configured secret, else a random key made once for this process
-    (then a cookie or a form of one replica means nothing to another)."""
-    state = request.app.state
-    if getattr(state, "web_key", None) is None:
-        settings: GatewaySettings = state.settings
-        secret = settings.session_secret.get_secret_value() if settings.session_secret else ""
-        state.web_key = secret.encode() if secret else secrets.token_bytes(32)
-    return state.web_key
+    """The key of sessions and form tokens (services/gateway/state.py, `web_key`)."""
+    return state_of(request).web_key
 
 
 def signer(request: Request) -> Signer:
-    state = request.app.state
-    if getattr(state, "web_signer", None) is None:
-        state.web_signer = Signer(secret_key(request))
-    return state.web_signer
+    return Signer(secret_key(request))
 
 
 def cookie_secure(request: Request) -> bool:
-    settings: GatewaySettings = request.app.state.settings
+    settings = state_of(request).settings
     return settings.public_url.startswith("https://") or request.url.scheme == "https"
 
 

@@ -1,6 +1,6 @@
 """The JSON bodies of a ranking and of a count (docs/http-api.md "Public reads"), rendered for the standings cache.
 
-One home for both the routes and the hot path in front of them (hot_reads.py), which render on a miss the same bytes
+One home for both the routes and the hot path in front of them (rankings.py), which render on a miss the same bytes
 under the same variant key.
 """
 
@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from services.core.presentation import views
 from services.core.readmodel import standing_reads
 from services.core.rules.noise import ranking_noise
-from services.gateway.standings_cache import Render
+from services.gateway.fastpaths.standings_cache import Render
 
 
 def ranking_variant(limit: int | None, offset: int) -> Hashable:

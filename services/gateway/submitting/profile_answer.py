@@ -17,7 +17,7 @@ from typing import Any
 
 from services.core.presentation import reports
 from services.core.presentation.results import RunOutcome
-from services.gateway import sse
+from services.gateway.submitting import sse
 
 # base64 characters of one case's zip kept inline in the answer
 INLINE_TRACE_LIMIT = 512 * 1024

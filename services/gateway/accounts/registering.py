@@ -9,7 +9,8 @@ from fastapi import Request
 from schemas.auth_events import OAuthUserRegistered
 from schemas.credentials import cli_id_hash
 from services.core.infrastructure import settle
-from services.gateway.oauth import Account
+from services.gateway.accounts.oauth import Account
+from services.gateway.deps import state_of
 from services.gateway.settings import GatewaySettings
 
 log = logging.getLogger("kernelbot.gateway.auth")
@@ -21,7 +22,7 @@ async def complete(request: Request, broker, settings: GatewaySettings, provider
     # The CLI uses its id right after this answer: wait (bounded) until the ledger has projected it.
     registered = OAuthUserRegistered(user_id=account.account_id, user_name=account.name,
                                      cli_id_sha256=cli_id_hash(cli_id), provider=provider, is_reset=is_reset)
-    if not await settle.publish_and_settle(broker, registered, request.app.state.position,
+    if not await settle.publish_and_settle(broker, registered, state_of(request).position,
                                            settings.projection_wait_s):
         log.warning("registration of %s not projected within %.1fs", account.account_id, settings.projection_wait_s)
     return {

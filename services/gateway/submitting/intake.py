@@ -21,8 +21,7 @@ from schemas.events import SubmissionReceived
 from services.core.admission import policy
 from services.core.readmodel import submission_reads
 from services.core.submission import submit
-from services.gateway import ratelimit
-from services.gateway.deps import User
+from services.gateway.deps import User, limit_submit, state_of
 from services.kit.bus import publish
 
 IDEMPOTENCY_HEADER = "Idempotency-Key"
@@ -45,7 +44,7 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
     Returns once the dispatcher accepted it and the read model shows it queued, or once the settings' projection
     wait has passed (the submission is then still recorded and judged; the client polls it).
     """
-    state = request.app.state
+    state = state_of(request)
     key = idempotency_key(request)
     submission_id = None
     if key is not None:
@@ -57,7 +56,7 @@ async def accept(request: Request, user: User, leaderboard: str, gpu: str, mode:
             if earlier["status"] == "rejected":
                 await raise_refusal(state.pool, submission_id)
             return Accepted(submission_id, earlier["leaderboard_name"], gpu, earlier["mode"])
-    await ratelimit.limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
+    await limit_submit(request, user.user_id)  # a retry of a recorded submission (above) is not counted
     content = await file.read(policy.MAX_SUBMISSION_BYTES + 1)
     entry = submit.Entry(leaderboard=leaderboard, gpus=(gpu,), mode=mode, file_name=file.filename, content=content,
                          deadline_applies=deadline_applies, profile=profile)

@@ -131,20 +131,6 @@ def trusted_networks(setting: str) -> list[ipaddress.IPv4Network | ipaddress.IPv
     return [ipaddress.ip_network(entry, strict=False) for entry in entries]
 
 
-def limits_of(request: Request) -> Limits:
-    return request.app.state.limits
-
-
-async def limit_auth_init(request: Request) -> None:
-    """Dependency of `/auth/init`: pending registrations per client address."""
-    limits = limits_of(request)
-    await limits.auth_init.hit(limits.client_address(request), "registrations per address")
-
-
-async def limit_submit(request: Request, user_id: str) -> None:
-    await limits_of(request).submit.hit(user_id, "submissions per user")
-
-
 class ReleasingStream(StreamingResponse):
     """A streaming response that runs `release` however it ends: finished, cut off by the client, or never
     started (an async generator that never ran would skip its own `finally`)."""

@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable
-from types import SimpleNamespace
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Scope, Send
 
 from services.core.readmodel import board_reads
-from services.gateway.coalesce import Coalesced
-from services.gateway.ranking_bodies import count_variant, ranking_variant, renderer
-from services.gateway.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
+from services.gateway.fastpaths.base import FastPath, header
+from services.gateway.fastpaths.coalesce import Coalesced
+from services.gateway.fastpaths.ranking_bodies import count_variant, ranking_variant, renderer
+from services.gateway.fastpaths.standings_cache import CACHE_CONTROL_PUBLIC, StandingsCache, etag
+
+if TYPE_CHECKING:  # the state holds the standings cache: a runtime import would go round in a circle
+    from services.gateway.state import GatewayState
 
 PATH = re.compile(r"^/(submissions|submission_count)/([^/]+)/([^/]+)$")
 # The route templates, so request metrics label a hit as the route it stands for.
-ROUTES = {"submissions": SimpleNamespace(path="/submissions/{leaderboard}/{gpu}"),
-          "submission_count": SimpleNamespace(path="/submission_count/{leaderboard}/{gpu}")}
+ROUTES = {"submissions": "/submissions/{leaderboard}/{gpu}", "submission_count": "/submission_count/{leaderboard}/{gpu}"}
 NUMBER = re.compile(r"^[0-9]{1,18}$")
 
 
@@ -48,45 +51,27 @@ def variant(kind: str, query_string: bytes) -> Hashable | None:
     return ranking_variant(None if limit is None else int(limit), int(offset))
 
 
-def if_none_match(scope: Scope) -> bytes | None:
-    for key, value in scope.get("headers", ()):
-        if key == b"if-none-match":
-            return value
-    return None
+class RankingFastPath(FastPath):
+    def __init__(self, app: ASGIApp, state: GatewayState) -> None:
+        super().__init__(app, state)
+        self._boards = Coalesced(lambda name, gpu: board_reads.board_standing(state.pool, name, gpu))
 
-
-class HotRankings:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-        self._boards: dict[int, Coalesced] = {}  # by pool: one per app instance (tests build several)
-
-    def _board(self, pool, name: str, gpu: str):
-        reads = self._boards.get(id(pool))
-        if reads is None:
-            reads = self._boards[id(pool)] = Coalesced(lambda n, g: board_reads.board_standing(pool, n, g))
-        return reads.get(name, gpu)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and await self._answered(scope, send):
-            return
-        await self.app(scope, receive, send)
-
-    async def _answered(self, scope: Scope, send: Send) -> bool:
+    async def answered(self, scope: Scope, send: Send) -> bool:
         match = PATH.match(scope["path"])
         if match is None:
             return False
         kind, name, gpu = match.groups()
         wanted = variant(kind, scope["query_string"])
-        state = scope["app"].state
-        if wanted is None or not hasattr(state, "standings_cache"):
+        if wanted is None:
             return False
-        board = await self._board(state.pool, name, gpu)
+        state = self.state
+        board = await self._boards.get(name, gpu)
         if board is None or board["visibility"] != "public" or gpu not in board["gpus"]:
             return False
         cache: StandingsCache = state.standings_cache
         version = board["standing_version"]
         tag = etag(board["id"], gpu, version, wanted)
-        held = if_none_match(scope)
+        held = header(scope, b"if-none-match")
         if held is not None and tag.encode() in {t.strip().removeprefix(b"W/") for t in held.split(b",")}:
             await self._send(scope, send, 304, tag, b"")
             return True
@@ -100,11 +85,8 @@ class HotRankings:
         await self._send(scope, send, 200, entry.etag, entry.value)
         return True
 
-    @staticmethod
-    async def _send(scope: Scope, send: Send, status: int, tag: str, body: bytes) -> None:
-        scope["route"] = ROUTES[scope["path"].split("/", 2)[1]]
+    async def _send(self, scope: Scope, send: Send, status: int, tag: str, body: bytes) -> None:
         headers = [(b"etag", tag.encode()), (b"cache-control", CACHE_CONTROL_PUBLIC.encode())]
         if status == 200:
             headers += [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": body})
+        await self.reply(scope, send, ROUTES[scope["path"].split("/", 2)[1]], status, headers, body)

@@ -71,15 +71,11 @@ class StandingsCache:
         self._boards: OrderedDict[tuple[int, str], _Held] = OrderedDict()
         self._rendering: dict[tuple[int, str, Hashable], tuple[int, asyncio.Future[Entry]]] = {}
         self._tasks: set[asyncio.Task] = set()
-        self._listener: Listener | None = None
 
-    async def start(self, database_url: str) -> None:
-        self._listener = Listener(database_url, CHANNEL, self._notified, self.clear)
-        await self._listener.start()
+    def subscribe(self, listener: Listener) -> None:
+        listener.subscribe(CHANNEL, self._notified, self.clear)
 
     async def stop(self) -> None:
-        if self._listener is not None:
-            await self._listener.stop()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

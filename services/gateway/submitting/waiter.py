@@ -16,11 +16,9 @@ class ProjectionWaiter:
     def __init__(self) -> None:
         self._waiting: dict[int, asyncio.Future] = {}
         self._watching: dict[int, set[asyncio.Future]] = {}
-        self._listener: Listener | None = None
 
-    async def start(self, database_url: str) -> None:
-        self._listener = Listener(database_url, CHANNEL, self._notified, self._release_all)
-        await self._listener.start()
+    def subscribe(self, listener: Listener) -> None:
+        listener.subscribe(CHANNEL, self._notified, self._release_all)
 
     def _notified(self, payload: str) -> None:
         submission_id = int(payload)
@@ -71,7 +69,5 @@ class ProjectionWaiter:
         finally:
             self._waiting.pop(submission_id, None)
 
-    async def stop(self) -> None:
+    def stop(self) -> None:
         self._release_all()  # held polls are answered with what there is, not cut off
-        if self._listener is not None:
-            await self._listener.stop()
