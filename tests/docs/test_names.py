@@ -237,7 +237,6 @@ def test_an_invented_route_or_method_is_caught(gateway, operations: set[tuple[st
         "page.md: /user/nothing/here"]
 
 
-@pytest.mark.xfail(strict=True, reason="the `gateway` branch declares the header on its routes; drop this mark then")
 def test_the_openapi_document_declares_the_idempotency_key_the_http_page_documents():
     document = json.loads((DOCS / "openapi.json").read_text(encoding="utf-8"))
     assert "`Idempotency-Key`" in (DOCS / "http-api.md").read_text(encoding="utf-8")
