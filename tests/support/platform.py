@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import os
 import signal
@@ -38,6 +39,16 @@ def identity_board(name: str, gpus: list[str], visibility: str = "public") -> Le
     problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
     return LeaderboardCreated(name=name, task=problem.task, task_hash=problem.task_hash, gpus=gpus,
                               deadline=parse_deadline("2100-01-01"), secret_seed=SECRET_SEED, visibility=visibility)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def die_with_the_test() -> None:
+    """Run in each service's child before exec: the kernel sends it SIGTERM when the test process dies, so a test
+    killed mid-run (a timeout, an interrupted worker, a fixture that failed before its teardown) leaves no services
+    behind to load the host."""
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class Platform:
@@ -79,7 +90,7 @@ class Platform:
             log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
             self.children[name] = subprocess.Popen(
                 [sys.executable, "-m", "services.cli", "serve", name], env=self.env(), stdout=log,
-                stderr=subprocess.STDOUT,
+                stderr=subprocess.STDOUT, preexec_fn=die_with_the_test,
             )
         if "gateway" in (names or SERVICES):
             self.wait_healthy()
