@@ -86,9 +86,24 @@ def _fresh_streams(env: dict[str, str]) -> None:
         io.FileIO(2, "w", closefd=False), errors="backslashreplace", line_buffering=True)
 
 
+def _run_as_main(script: str) -> None:
+    """Run `script` as the program, as `python script` would. The module it runs in is both `__main__` and
+    `__mp_main__`: multiprocessing aliased `__mp_main__` to the fork server's own main module when torch imported it,
+    and a spawn pool's worker sends back objects of the script's classes under that name, which would not unpickle."""
+    import builtins
+    import types
+
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __loader__=None, __package__=None, __spec__=None,
+                         __builtins__=builtins)
+    with open(script, "rb") as source:
+        code = compile(source.read(), script, "exec")
+    sys.modules["__main__"] = sys.modules["__mp_main__"] = main
+    exec(code, main.__dict__)  # noqa: S102 - the run's own program, as the interpreter would run it
+
+
 def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
     import atexit
-    import runpy
     import threading
     import traceback
 
@@ -103,7 +118,7 @@ def _run_python(script: str, args: list[str], base_path: list[str]) -> int:
         sys.modules["multiprocessing.process"].ORIGINAL_DIR = os.getcwd()  # type: ignore[attr-defined]
     code = 0
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_as_main(script)
     except SystemExit as exc:
         code = _exit_code(exc.code)
     except BaseException:  # noqa: BLE001 - what the interpreter prints for an uncaught exception

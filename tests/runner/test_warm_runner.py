@@ -238,6 +238,42 @@ def test_a_file_of_the_run_shadows_a_module_the_server_imported_as_in_a_cold_sta
         assert "yaml from the run directory" in stage.stdout, (launch, stage.stdout, stage.stderr)
 
 
+SPAWN_POOL = """
+class Carried:
+    def __init__(self, n):
+        self.n = n
+
+
+def _carry(n):
+    return Carried(n)
+
+
+def _spawned_back():
+    import multiprocessing
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print("carried back", type(pool.apply(_carry, (7,))).__module__, flush=True)
+
+
+"""
+
+
+def test_a_spawn_pool_returns_objects_of_the_programs_own_classes_as_in_a_cold_start(warm):
+    """A stock harness gets its `__main__` classes back from a spawn pool (pmpp_v2's does, with its Stats). The worker
+    sends them as `__mp_main__.<class>`, which must name the harness's module, not the fork server's."""
+    launcher, _ = warm
+    task = load_problem(PROBLEMS_ROOT / "examples" / "identity_py").task
+    harness = task.files["eval.py"].replace('if __name__ == "__main__":\n',
+                                            SPAWN_POOL + 'if __name__ == "__main__":\n    _spawned_back()\n', 1)
+    assert "_spawned_back()" in harness
+    task = task.model_copy(update={"files": {**task.files, "eval.py": harness}})
+    payload = build_payload(task, "def custom_kernel(data):\n    return data.clone()\n", run_id="spawn", gpu="cpu",
+                            mode="test", secret=False, seed=None)
+    for launch in (launcher, None):
+        stage = execute(payload, sandbox=SandboxPolicy(), warm=launch).runs["test"].run
+        assert "carried back __main__" in stage.stdout, (launch, stage.stdout, stage.stderr[-2000:])
+        assert stage.passed, (launch, stage.stderr[-2000:])
+
+
 def test_a_forked_run_writes_its_temporary_files_into_its_own_private_directory(warm):
     """tempfile caches the temporary directory per process: the server's must not be the run's (the run's TMPDIR
     is private to it; the shared /tmp would carry files from one run to the next)."""
