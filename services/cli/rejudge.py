@@ -33,6 +33,7 @@ def rejudge(
     database_url: DatabaseUrl = None,
 ) -> None:
     """Rejudge a leaderboard: --rescore or --rerun, recorded as events so the board stays auditable."""
+    from services.core.readmodel import operator_reads
     from services.kit.bus import publish_all
     from services.operate import rejudging
     from services.operate.db import connection
@@ -51,7 +52,7 @@ def rejudge(
                                                         same_hardware)
             except rejudging.RejudgeError as exc:
                 raise fail(str(exc)) from exc
-            gpus = [gpu] if gpu else list((await rejudging.repository.board(conn, leaderboard))["gpus"])
+            gpus = [gpu] if gpu else list((await operator_reads.board(conn, leaderboard))["gpus"])
             if action == "rescore" and not same_hardware:
                 for board_gpu, kinds in sorted((await rejudging.hardware_spread(conn, request.leaderboard)).items()):
                     if len(kinds) > 1:
