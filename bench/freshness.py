@@ -77,8 +77,10 @@ async def watch_http(client: httpx.AsyncClient, name: str, path: str, watch: Wat
 
 async def watch_podium(client, watch: Watch):
     async def on_change(message) -> None:
+        # Any place on the podium counts, as any place in the ranking does for "ranking": a #1 that a newer #1
+        # overtook before the scorer announced it is on the podium as #2, and Discord shows it there.
         top = json.loads(message.data).get("top") or []
-        watch.saw("podium", {entry["submission_id"] for entry in top[:1]})
+        watch.saw("podium", {entry["submission_id"] for entry in top})
     return await client.subscribe(LeaderboardRankChanged.subject, cb=on_change)
 
 
