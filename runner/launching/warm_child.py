@@ -98,8 +98,18 @@ def _run_as_main(script: str) -> None:
                          __builtins__=builtins)
     with open(script, "rb") as source:
         code = compile(source.read(), script, "exec")
+    saved = {name: sys.modules.get(name) for name in ("__main__", "__mp_main__")}
     sys.modules["__main__"] = sys.modules["__mp_main__"] = main
-    exec(code, main.__dict__)  # noqa: S102 - the run's own program, as the interpreter would run it
+    try:
+        exec(code, main.__dict__)  # noqa: S102 - the run's own program, as the interpreter would run it
+    finally:
+        # As runpy does: the program's globals go with its module, so what only they hold (an unflushed file that a
+        # harness never closed, say) is finalized before the process ends through os._exit.
+        for name, module in saved.items():
+            if module is None:
+                sys.modules.pop(name, None)
+            else:
+                sys.modules[name] = module
 
 
 def _run_python(script: str, args: list[str], base_path: list[str]) -> int:

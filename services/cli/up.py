@@ -52,7 +52,7 @@ class Stack:
             postgres = start_postgres(self.data_dir / "postgres")
             self.servers.append(postgres)
             self.database_url = postgres.url
-        apply_migrations(self.database_url)
+        apply_migrations(self.database_url, wait_s=0)  # a person waits at the terminal: say it, don't hang
 
     def service_env(self) -> dict[str, str]:
         from services.kit.upstream_env import ALIASES

@@ -48,16 +48,17 @@ MIGRATION_LOCK = "SELECT pg_advisory_lock(8260, 0)"
 MIGRATION_UNLOCK = "SELECT pg_advisory_unlock(8260, 0)"
 
 
-def apply_migrations(url: str) -> int:
+def apply_migrations(url: str, wait_s: float | None = None) -> int:
     """Apply every pending forward-only migration; returns how many were applied. A database that is away (not up
     yet, restarting) is waited for, as NATS is (ride_out.py): each migration is applied and recorded in one
-    transaction, so trying again after an outage applies what is left."""
-    delay_s = FIRST_DELAY_S
+    transaction, so trying again after an outage applies what is left. A service waits as long as it takes
+    (`wait_s` None); a command a person runs says at once (0) or after `wait_s` that the database is away."""
+    delay_s, started = FIRST_DELAY_S, time.monotonic()
     while True:
         try:
             return _apply_migrations_once(url)
         except psycopg.OperationalError as exc:
-            if not database_away(exc):
+            if not database_away(exc) or (wait_s is not None and time.monotonic() - started + delay_s > wait_s):
                 raise
             log.warning("applying migrations: the database is away (%s); trying again in %.1f s", exc, delay_s)
             time.sleep(delay_s)

@@ -9,7 +9,7 @@ from problems import PROBLEMS_ROOT
 from runner.task.taskfile import load_problem
 from schemas.events import LeaderboardCreated
 from services.core.presentation import reports
-from tests.gateway.test_web_pages import FAST, browser, in_thread, page  # noqa: F401 - fixtures
+from tests.gateway.test_web_pages import FAST, browser, in_thread, page, web_url  # noqa: F401 - fixtures
 from tests.support.platform import Platform
 
 DESCRIPTION = """Return a copy of `data`, a 1-D **float32** tensor.
@@ -27,15 +27,15 @@ def described_board(name: str) -> LeaderboardCreated:
                               gpus=["null"], deadline=datetime.now(UTC) + timedelta(days=30), secret_seed=5)
 
 
-def sign_in(page, gateway: Platform, cli_id: str) -> None:  # noqa: F811 - the fixture's name
-    page.goto(f"{gateway.url}/web/login")
+def sign_in(web_url, page, gateway: Platform, cli_id: str) -> None:  # noqa: F811 - the fixture's name
+    page.goto(f"{web_url}/web/login")
     page.fill("input[name=cli_id]", cli_id)
     page.click("main button[type=submit]")
 
 
-def test_a_description_is_rendered_markdown_without_its_html(page, gateway):  # noqa: F811
+def test_a_description_is_rendered_markdown_without_its_html(web_url, page, gateway):  # noqa: F811
     in_thread(gateway.add_boards, described_board("web_markdown"))
-    page.goto(f"{gateway.url}/web/leaderboards/web_markdown")
+    page.goto(f"{web_url}/web/leaderboards/web_markdown")
 
     description = page.locator("#description")
     assert description.locator("code").all_inner_texts() == ["data"]
@@ -51,26 +51,26 @@ def test_a_description_is_rendered_markdown_without_its_html(page, gateway):  # 
     assert page.locator("main script, main img").count() == 0 and page.dialogs == []
     assert "[this](javascript:alert(3))" in text
 
-    page.goto(f"{gateway.url}/web")
+    page.goto(f"{web_url}/web")
     [summary] = [row for row in page.locator("#leaderboards tr.leaderboard").all()
                  if "web_markdown" in row.inner_text()]
     assert summary.locator("td.desc code").all_inner_texts() == ["data"]
 
 
-def test_an_idle_gpu_says_a_run_starts_now_and_a_report_is_shown_once(page, gateway):  # noqa: F811
+def test_an_idle_gpu_says_a_run_starts_now_and_a_report_is_shown_once(web_url, page, gateway):  # noqa: F811
     in_thread(gateway.add_boards, described_board("web_idle_queue"))
     cli_id = gateway.register("web-idle", "idle-viewer")
     response = gateway.submit(cli_id, "web_idle_queue", "null", "test", FAST)
     submission_id = response.json()["details"]["id"]
     gateway.wait_done(cli_id, submission_id)
 
-    page.goto(f"{gateway.url}/web/leaderboards/web_idle_queue")
+    page.goto(f"{web_url}/web/leaderboards/web_idle_queue")
     queue = page.locator("#queue").inner_text()
     # nothing waits and nothing runs on `null` now that the run above is done
     assert queue == "Queue on null: 0 waiting, 0 running; a run submitted now starts at once", queue
 
-    sign_in(page, gateway, cli_id)
-    page.goto(f"{gateway.url}/web/submissions/{submission_id}")
+    sign_in(web_url, page, gateway, cli_id)
+    page.goto(f"{web_url}/web/submissions/{submission_id}")
     report = page.locator("#report")
     assert report.locator("strong").first.inner_text() == "null on null ✅ success"
     assert report.inner_text().count("Testing successful") == 1

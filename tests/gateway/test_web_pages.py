@@ -73,6 +73,12 @@ def ranked(gateway: Platform) -> dict:
         ("third", "web-third", "third", FAST)])
 
 
+@pytest.fixture(scope="module")
+def web_url(gateway) -> str:
+    """The in-process gateway on a real port: the browser connects to it over TCP."""
+    return gateway.listening_url()
+
+
 @pytest.fixture
 def page(browser):
     tab = browser.new_page()
@@ -84,19 +90,19 @@ def page(browser):
     browser.clear_cookies()
 
 
-def test_leaderboard_list_hides_closed_boards(page, gateway, ranked):
-    page.goto(f"{gateway.url}/")  # the root leads to the list
+def test_leaderboard_list_hides_closed_boards(web_url, page, gateway, ranked):
+    page.goto(f"{web_url}/")  # the root leads to the list
 
-    assert page.url == f"{gateway.url}/web"
+    assert page.url == f"{web_url}/web"
     names = page.locator("#leaderboards tr.leaderboard td:first-child a").all_inner_texts()
     assert "web_null" in names and "open" in names
     assert "web_secret" not in names and "closed" not in names
-    page.goto(f"{gateway.url}/web/leaderboards/web_secret")
+    page.goto(f"{web_url}/web/leaderboards/web_secret")
     assert page.locator("h1").inner_text() == "Not found"
 
 
-def test_ranking_shows_rank_user_score_interval_time_and_a_plot(page, gateway, ranked):
-    page.goto(f"{gateway.url}/web")
+def test_ranking_shows_rank_user_score_interval_time_and_a_plot(web_url, page, gateway, ranked):
+    page.goto(f"{web_url}/web")
     page.get_by_role("link", name="web_null").first.click()
 
     rows = page.locator("#ranking tr.entry")
@@ -122,11 +128,11 @@ def test_ranking_shows_rank_user_score_interval_time_and_a_plot(page, gateway, r
 
 
 @pytest.mark.slow
-def test_measured_scores_rank_in_order_with_intervals(page, gateway):
+def test_measured_scores_rank_in_order_with_intervals(web_url, page, gateway):
     """The real harness on the `cpu` GPU: a slower kernel ranks second; the plot steps down when it is beaten."""
     in_thread(gateway.add_boards, identity_board("web_cpu", ["cpu"]))
     submit_all(gateway, "web_cpu", "cpu", [("slow", "web-slow", "slowpoke", SLOW), ("fast", "web-fast", "quick", FAST)])
-    page.goto(f"{gateway.url}/web/leaderboards/web_cpu")
+    page.goto(f"{web_url}/web/leaderboards/web_cpu")
 
     rows = page.locator("#ranking tr.entry")
     assert rows.locator("td.user").all_inner_texts() == ["quick", "slowpoke"]
@@ -137,20 +143,20 @@ def test_measured_scores_rank_in_order_with_intervals(page, gateway):
     assert page.locator("svg.plot circle.record").count() == 2
 
 
-def test_a_submission_page_is_for_its_owner_only(page, gateway, ranked):
+def test_a_submission_page_is_for_its_owner_only(web_url, page, gateway, ranked):
     first_cli, first_id = ranked["first"]
-    page.goto(f"{gateway.url}/web/submissions/{first_id}")
-    assert page.url.startswith(f"{gateway.url}/web/login")
+    page.goto(f"{web_url}/web/submissions/{first_id}")
+    assert page.url.startswith(f"{web_url}/web/login")
 
     page.fill("input[name=cli_id]", "not-a-cli-id")
     page.click("button[type=submit]")
     assert page.locator("#login-error").is_visible()
 
-    page.goto(f"{gateway.url}/web/submissions/{first_id}")
+    page.goto(f"{web_url}/web/submissions/{first_id}")
     page.fill("input[name=cli_id]", first_cli)
     page.click("main button[type=submit]")
 
-    assert page.url == f"{gateway.url}/web/submissions/{first_id}"
+    assert page.url == f"{web_url}/web/submissions/{first_id}"
     assert page.locator("#viewer").inner_text() == "speedy"
     assert page.locator("#status").inner_text() == "succeeded"
     assert "data.clone()" in page.locator("#code").inner_text()
@@ -160,18 +166,18 @@ def test_a_submission_page_is_for_its_owner_only(page, gateway, ranked):
         assert "hidden" in secret_row.inner_text() and secret_row.locator("details").count() == 0
     assert first_cli not in page.content()  # the cookie names the user, never the id
 
-    page.goto(f"{gateway.url}/web/submissions/{ranked['second'][1]}")  # someone else's
+    page.goto(f"{web_url}/web/submissions/{ranked['second'][1]}")  # someone else's
     assert page.locator("h1").inner_text() == "Not found"
     # a job that waits (no runner serves `idle`) shows where it stands in its GPU's queue
     waiting = gateway.submit(first_cli, "idle", "idle", "test", FAST).json()["details"]["id"]
-    page.goto(f"{gateway.url}/web/submissions")
+    page.goto(f"{web_url}/web/submissions")
     assert page.locator("#submissions a").all_inner_texts() == [str(waiting), str(first_id)]
     page.get_by_role("link", name=str(waiting)).click()
     assert page.locator("#queue").inner_text().startswith("idle: position ")
     assert "(in progress)" in page.locator("#status").inner_text()
     page.click("header button[type=submit]")  # sign out
-    page.goto(f"{gateway.url}/web/submissions")
-    assert page.url.startswith(f"{gateway.url}/web/login")
+    page.goto(f"{web_url}/web/submissions")
+    assert page.url.startswith(f"{web_url}/web/login")
 
 
 def test_pages_never_run_scripts(gateway, ranked):

@@ -36,7 +36,7 @@ from tests.sandbox.test_sandbox import connect_submission
 from tests.support.hosts import ORDINARY_USER, ordinary_user
 
 REPO = Path(runner.__file__).resolve().parents[1]
-CONFINE = REPO / "runner" / "confine.py"
+CONFINE = REPO / "runner" / "confinement" / "confine.py"
 ROOT = os.geteuid() == 0
 USER = ORDINARY_USER
 HARNESS = """

@@ -41,7 +41,7 @@ from tests.support.events import archived
 from tests.support.hosts import ORDINARY_USER, ordinary_user
 
 REPO = Path(runner.__file__).resolve().parents[1]
-CONFINE = REPO / "runner" / "confine.py"
+CONFINE = REPO / "runner" / "confinement" / "confine.py"
 NO_USER_NAMESPACES = REPO / "tests" / "support" / "no_user_namespaces.py"
 USER = ORDINARY_USER
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
