@@ -207,6 +207,7 @@ class Server:
             spare, self.spare = self.spare, None
         pid = os.fork()
         if pid == 0:
+            # in the child only, after the fork: the server itself never becomes a run
             from runner.launching.warm_child import become, become_runner
 
             if runner is not None:
@@ -318,6 +319,8 @@ def main(argv: list[str]) -> int:
     import runner.__main__  # noqa: F401 - what a forked runner runs
     import runner.confinement.confine  # noqa: F401 - what each child applies
     import runner.launching.warm_child  # noqa: F401
+
+    # after the dumpable flag is off: what the server imports from here on lives in every forked run
     from runner.confinement.sandbox import isolation_available, sandbox_level
     from runner.host.sysinfo import collect_system_info
 

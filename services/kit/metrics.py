@@ -15,7 +15,8 @@ from contextlib import contextmanager
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from services.kit import status
+from schemas.streams import EVENTS
+from services.kit import metrics_repository, status
 from services.kit.jsonlog import correlation
 
 log = logging.getLogger("kernelbot.metrics")
@@ -114,8 +115,6 @@ class Observer:
     """What a consumer service runs besides its handlers: the status server and the periodic gauges."""
 
     def __init__(self, broker, pool, *, port: int, stream: str, queue_depth: bool) -> None:
-        from services.kit import metrics_repository
-
         self._repository = metrics_repository
         self._broker = broker
         self._pool = pool
@@ -154,8 +153,6 @@ class Observer:
 
 
 def observer(broker, kit, settings, title: str):
-    from schemas.streams import EVENTS
-
     return Observer(broker, kit.pool, port=getattr(settings, "metrics_port", 0), stream=EVENTS.name,
                     queue_depth=title.endswith("dispatcher"))
 

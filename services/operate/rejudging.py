@@ -12,7 +12,7 @@ import asyncpg
 from schemas.operations_events import RejudgeAction, RejudgeRequested
 from services.core.readmodel import operator_reads
 from services.scorer import rejudge
-from services.scorer.scoring import BoardEntry
+from services.scorer.scoring import BoardEntry, competition_ranks
 from services.scorer.settings import ScorerSettings
 
 
@@ -44,8 +44,6 @@ async def build_request(conn: asyncpg.Connection, leaderboard: str, gpu: str | N
 
 
 def _ranks(entries: list[BoardEntry]) -> dict[str, tuple[int, float, int]]:
-    from services.scorer.scoring import competition_ranks
-
     return {e.user_id: (rank, e.score, e.submission_id) for rank, e in competition_ranks(entries)}
 
 

@@ -16,7 +16,7 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from schemas.streams import EVENTS
-from services.kit.bus import MSG_ID_HEADER
+from services.kit.bus import MSG_ID_HEADER, declare_streams
 
 IDLE_S = 2.0
 
@@ -141,8 +141,6 @@ async def publish_stored(client: Client, message: StoredMessage, stream: str = E
 async def ensure_streams(client: Client) -> None:
     """Declare our streams on a fresh server, through the one place that declares them."""
     from types import SimpleNamespace
-
-    from services.kit.bus import declare_streams
 
     await declare_streams(SimpleNamespace(connection=client))
 

@@ -36,21 +36,25 @@ def _backend(gpu: str, entry: GpuEntry, catalogue: Catalogue, settings: Dispatch
     if entry.backend == "null":
         return shared.setdefault("null", NullBackend())
     if entry.backend == "modal":
+        # each backend imported when a catalogue entry names it: their clients (modal, PyGithub) are heavy
         from services.dispatcher.backends.modal import ModalBackend, modal_lookups
 
         from_name, from_id, cls_from_name = modal_lookups(settings.modal_client)
         return ModalBackend(config.modal.app, entry.target, poll, environment=config.modal.environment,
                             from_name=from_name, from_id=from_id, cls_from_name=cls_from_name)
     if entry.backend == "github":
+        # as above: imported when named
         from services.dispatcher.backends.github import GithubBackend
 
         return GithubBackend(config.github, entry.target, _secret(settings.github_token), poll,
                              runner_label=entry.queues[0] if entry.queues else None, links=links,
                              backup_token=_secret(settings.github_token_backup))
     if entry.backend == "buildkite":
+        # as above: imported when named
         from services.dispatcher.backends.buildkite import BuildkiteBackend
 
         return BuildkiteBackend(config.buildkite, entry.queues, _secret(settings.buildkite_token), poll, links=links)
+    # as above: imported when named
     from services.dispatcher.backends.slurm import SlurmBackend
 
     return SlurmBackend(config.slurm, entry.target, _secret(settings.slurm_token), poll, entry.max_job_s)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from services.gateway.web.markdown import markdown, markdown_inline
+
 TEMPLATES = Path(__file__).parent / "templates"
 
 
 @cache
 def environment() -> Environment:
-    from services.gateway.web.markdown import markdown, markdown_inline
-
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined,
                       trim_blocks=True, lstrip_blocks=True)
     env.filters.update(markdown=markdown, markdown_inline=markdown_inline)
