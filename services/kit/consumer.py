@@ -60,11 +60,18 @@ class KitSlot(Generic[Config]):
 
     def __init__(self, config: Config) -> None:
         self._kit: Kit | None = None
+        self._unstarted = config
         self.config = config
 
     def fill(self, kit: Kit | None, config: Config | None = None) -> None:
+        """Start (a kit, and the config its app chose) or stop (None). Stopping puts back the config the slot was
+        made with: a stopped service's settings must not outlive it in the process, where an operator's replay
+        reads the environment instead (a scorer started and stopped in a test made a later replay judge by its
+        defaults rather than by the platform's settings)."""
         self._kit = kit
-        if config is not None:
+        if kit is None:
+            self.config = self._unstarted
+        elif config is not None:
             self.config = config
 
     def __call__(self) -> Kit:
