@@ -8,9 +8,12 @@ Three rules, in order, each with its reason:
 - `best-fraction`: a score below the operator's fraction of the board's best (KB_FLOOR_BEST_FRACTION; 0 is off);
 - `sibling`: where the task declares no roofline, one case far ahead of its siblings, the pattern that collapses a
   geometric mean (reference-kernels #159). Cases of one problem differ in size, so each case is compared with the
-  same case of the board's best entry: a case whose ratio to it is below KB_FLOOR_SIBLING_RATIO of the median ratio
-  of the other cases is held. A board with no entry yet compares the raw times, with that ratio squared, since
-  honest cases of different sizes differ by up to a few hundred times.
+  same case of the board: the median, per case, over the board's ranked entries (`per_case_median`). A case whose
+  ratio to it is below KB_FLOOR_SIBLING_RATIO of the median ratio of the other cases is held. The median, not the
+  best entry: a best entry that is itself skewed (one case far faster than the rest, honestly or cleared by an admin)
+  would otherwise make every legitimate entry measured against it look skewed the other way. A board with no entry
+  yet compares the raw times, with that ratio squared, since honest cases of different sizes differ by up to a few
+  hundred times.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ class Measured:
     case_means_ns: list[float]  # the public ranked run's benchmark means
     floors_ns: list[float]  # the planned run's roofline floor per case; [] without a declaration
     board_best: float | None = None  # the board's best score on that GPU, None on an empty board
-    reference_means_ns: list[float] | None = None  # the board's best entry's case means, where recorded
+    reference_means_ns: list[float] | None = None  # the board's per-case median of its entries' means (per_case_median)
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,20 @@ def _sibling(measured: Measured, ratio: float) -> Hold | None:
     for index, value in enumerate(ratios):
         siblings = statistics.median(ratios[:index] + ratios[index + 1:])
         if value < siblings * threshold:
-            against = "than against the board's best on its other cases" if compared else "than its other cases"
+            against = "than against the board's median on its other cases" if compared else "than its other cases"
             return Hold("sibling", f"benchmark {index} ({_time(means[index])}) on {measured.gpu} is over "
                                    f"{1 / threshold:.0f} times faster {against}; one case far ahead of its "
                                    f"siblings collapses the aggregate")
     return None
+
+
+def per_case_median(entries: list[list[float] | None], cases: int) -> list[float] | None:
+    """Per benchmark case, the median over the entries' case means; only entries with `cases` positive means count
+    (an entry recorded before means were kept, or under another task version, does not). None without any."""
+    usable = [entry for entry in entries if entry is not None and len(entry) == cases and all(m > 0 for m in entry)]
+    if not usable:
+        return None
+    return [statistics.median(entry[case] for entry in usable) for case in range(cases)]
 
 
 def hold(measured: Measured, rules: FloorRules) -> Hold | None:

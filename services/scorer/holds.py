@@ -26,9 +26,10 @@ async def review(conn: asyncpg.Connection, leaderboard: str, planned, verdicts: 
     for score in decision.scores:
         public = next(run for run in planned if run.run_id == score.run_id)
         best = await floor_repository.board_best(conn, leaderboard, score.gpu)
-        reference = await floor_repository.case_means(conn, best[1], score.gpu) if best else None
-        measured = floor.Measured(score.gpu, score.score, verdicts[score.run_id].case_means_ns, public.floor_ns,
-                                  best[0] if best else None, reference)
+        means = verdicts[score.run_id].case_means_ns
+        entries = await floor_repository.board_case_means(conn, leaderboard, score.gpu) if best else []
+        measured = floor.Measured(score.gpu, score.score, means, public.floor_ns, best[0] if best else None,
+                                  floor.per_case_median(entries, len(means)))
         found = floor.hold(measured, rules)
         if found is not None:
             held[score.gpu] = found

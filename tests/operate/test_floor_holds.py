@@ -48,7 +48,7 @@ def test_an_underflow_is_held_a_fast_one_ranks_and_an_admin_clears_a_false_hold(
     bob, underflow, view = submit(platform, database_url, "floor_geo", GPU, "82", [1_000.0, 4_000.0, 160.0])
     _, fast, _ = submit(platform, database_url, "floor_geo", GPU, "83", [400.0, 1_500.0, 7_000.0])
 
-    reason = ("benchmark 2 (160 ns) on remote is over 20 times faster than against the board's best on its other "
+    reason = ("benchmark 2 (160 ns) on remote is over 20 times faster than against the board's median on its other "
               "cases; one case far ahead of its siblings collapses the aggregate")
     assert view["job"]["status"] == "succeeded"  # its runs passed: the score waits for review, nothing failed
     assert view["job"]["error"] == f"held for review: {reason}{HELD_SUFFIX}"
@@ -73,6 +73,16 @@ def test_an_underflow_is_held_a_fast_one_ranks_and_an_admin_clears_a_false_hold(
     assert again.status_code == 409 and "already cleared" in again.json()["detail"]
     assert platform.http.post(f"/admin/submissions/{honest}/precheck/clear", headers=ADMIN).status_code == 404
     assert platform.submission(bob, underflow)["job"]["status"] == "succeeded"
+
+    # The cleared entry is now the board's best, and skewed. A legitimate entry is measured against the board's
+    # per-case median (1000, 4000, 7000 ns), not against it (where its first case would look over 20 times ahead of its others): it
+    # ranks. A crafted underflow is still held.
+    _, legitimate, view = submit(platform, database_url, "floor_geo", GPU, "84", [800.0, 3_000.0, 12_000.0])
+    assert view["job"]["error"] is None, view["job"]
+    _, second_underflow, view = submit(platform, database_url, "floor_geo", GPU, "85", [1_000.0, 4_000.0, 100.0])
+    assert view["job"]["error"].startswith("held for review: benchmark 2 (100 ns)"), view["job"]
+    platform.wait_for(lambda: ranked(platform, "floor_geo") == [underflow, fast, legitimate, honest],
+                      "the legitimate one ranked beside the skewed best, the second underflow held")
 
 
 def test_a_declared_roofline_and_the_operators_fraction_of_the_best_hold_scores(floor_platform, database_url):

@@ -13,7 +13,7 @@ from schemas.events import PlannedRun
 from services.core.rules import gpu_peaks
 from services.dispatcher import planning
 from services.dispatcher.catalogue import CatalogueError, build_catalogue
-from services.scorer.floor import FloorRules, Measured, hold
+from services.scorer.floor import FloorRules, Measured, hold, per_case_median
 from tests.support.platform import identity_board
 
 RULES = FloorRules(best_fraction=0.0, sibling_ratio=0.05)
@@ -41,16 +41,37 @@ def test_a_score_below_the_operators_fraction_of_the_best_is_held_and_off_by_def
     assert hold(measured([2_000.0], best=10e-6, score=2e-6), FloorRules(best_fraction=0.1)) is None
 
 
-def test_one_case_far_ahead_of_the_boards_best_while_its_siblings_are_not_is_held():
+def test_one_case_far_ahead_of_the_boards_median_while_its_siblings_are_not_is_held():
     best = [1_000.0, 4_000.0, 16_000.0]
     underflow = hold(measured([1_000.0, 4_000.0, 160.0], reference=best), RULES)  # one shape made 100x faster
     assert underflow is not None and underflow.rule == "sibling"
     assert underflow.reason.startswith("benchmark 2 (160 ns) on H100 is over 20 times faster than against the "
-                                       "board's best on its other cases")
+                                       "board's median on its other cases")
     # honest: uniformly faster, or unevenly within the ratio
     assert hold(measured([400.0, 1_500.0, 7_000.0], reference=best), RULES) is None
     assert hold(measured([900.0, 3_000.0, 1_600.0], reference=best), RULES) is None
     assert hold(measured([1_000.0, 4_000.0, 160.0], reference=best), FloorRules(sibling_ratio=0)) is None
+
+
+def test_a_skewed_best_entry_does_not_hold_a_legitimate_one_and_the_underflow_is_still_held():
+    """The reference is the board's per-case median over its ranked entries, not its best entry: a best entry with one
+    case far faster than the rest (cleared by an admin, or honest) makes a legitimate entry measured against it look
+    skewed the other way, while the median of the board does not move."""
+    honest, fast = [1_000.0, 4_000.0, 16_000.0], [400.0, 1_500.0, 7_000.0]
+    skewed_best = [1_000.0, 4_000.0, 160.0]
+    board = per_case_median([skewed_best, fast, honest], 3)
+    assert board == [1_000.0, 4_000.0, 7_000.0]
+    legitimate = [800.0, 3_000.0, 12_000.0]  # uniformly a little faster than the honest entry
+    against_best = hold(measured(legitimate, reference=skewed_best), RULES)
+    assert against_best is not None and against_best.rule == "sibling"  # what comparing with the best entry did
+    assert hold(measured(legitimate, reference=board), RULES) is None
+    underflow = hold(measured([1_000.0, 4_000.0, 100.0], reference=board), RULES)
+    assert underflow is not None and underflow.rule == "sibling" and underflow.reason.startswith("benchmark 2 ")
+
+
+def test_the_per_case_median_counts_only_entries_recorded_for_the_same_cases():
+    assert per_case_median([], 2) is None and per_case_median([None, [1.0, 2.0, 3.0], [0.0, 5.0]], 2) is None
+    assert per_case_median([[1.0, 10.0], None, [3.0, 30.0], [1.0]], 2) == [2.0, 20.0]
 
 
 def test_without_a_best_entry_the_raw_times_are_compared_with_the_ratio_squared():
