@@ -31,11 +31,13 @@ ITEM_STRIDE = 1 << 26
 # The supervisor-side cross-check (docs/authoring.md, "The harness protocol"): a sample is rejected when the time the supervisor measured
 # exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
 # more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
-# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness tolerates 35% of
-# rejected calls: an honest softmax on a 2-core host running the test suite had 91 of 291 calls (31%) rejected. A
-# patched timer or a side thread hiding its work is rejected on nearly every call, and more than half of the calls
-# rejected ends the case at once (the early out in measure).
-PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.35
+# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness fails a case only when
+# more than half of its calls are rejected: an honest softmax on a 2-core host running the test suite had 31% of its
+# calls rejected, an honest prefix sum once over 35%. A tighter share buys no safety: a rejected call never counts in
+# the score, so what cheats only some of the time is scored by its honest calls; a patched timer or a side thread
+# hiding its work is rejected on nearly every call, and more than half rejected also ends the case at once (the early
+# out in measure).
+PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.5
 OVERHEAD_CAP_NS = 2_000_000
 
 
