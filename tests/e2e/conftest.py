@@ -2,12 +2,12 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.platform import Platform
+from tests.support.in_process import InProcessPlatform
 
 
 @pytest.fixture
 def platform(nats_url: str, database_url: str, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path)
+    running = InProcessPlatform(nats_url, database_url, tmp_path)
     running.start()
     yield running
     running.stop()

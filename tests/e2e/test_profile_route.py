@@ -13,8 +13,9 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from services.core.rules import artifact_links
+from tests.support.in_process import InProcessPlatform
 from tests.support.oauth_platform import hidden_fields
-from tests.support.platform import ADMIN_TOKEN, Platform
+from tests.support.platform import ADMIN_TOKEN
 from tests.support.popcorn_profile import extract, profile_request, read_stream
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
@@ -24,7 +25,7 @@ TORCH_FILES = ("torch-details.txt", "torch-details.csv", "manifest.json")
 
 @pytest.fixture
 def platform(nats_url: str, database_url: str, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, extra_env={"KB_SESSION_SECRET": SESSION_SECRET})
+    running = InProcessPlatform(nats_url, database_url, tmp_path, extra_env={"KB_SESSION_SECRET": SESSION_SECRET})
     running.start()
     running.load_bundled_problems()
     yield running

@@ -6,14 +6,15 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived
-from tests.support.platform import Platform, identity_board
+from tests.support.in_process import InProcessPlatform
+from tests.support.platform import identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
 
 @pytest.fixture
 def null_platform(nats_url, database_url, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
+    running = InProcessPlatform(nats_url, database_url, tmp_path, null_gpus=("null",))
     running.start()
     running.add_boards(identity_board("ties", ["null"]))
     yield running

@@ -17,6 +17,7 @@ from schemas.events import RunCompleted
 from services.kit.bus import publish_all
 from services.kit.embedded.databases import create_database, drop_database
 from tests.support.events import archived, query
+from tests.support.in_process import InProcessPlatform
 from tests.support.platform import Platform, identity_board
 from tests.support.upstream_db import create_upstream
 
@@ -81,7 +82,7 @@ def mean_board(name: str):
 
 @pytest.fixture
 def remote_platform(nats_url, database_url, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1})
+    running = InProcessPlatform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1})
     running.start()
     yield running
     running.stop()

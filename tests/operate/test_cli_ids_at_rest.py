@@ -15,7 +15,7 @@ from services.kit.db import MIGRATIONS_DIR, _yoyo_url, apply_migrations
 from services.operate import stream as log
 from tests.operate.conftest import run_cli
 from tests.support.events import delete_all_streams, publish_raw, query
-from tests.support.platform import Platform
+from tests.support.in_process import InProcessPlatform
 
 ADA, BOB = "ada-clear-id-0123456789", "bob-clear-id-9876543210"
 WEB = "ada-web-id-5555555555"
@@ -121,7 +121,7 @@ class _Urls:
 
 def test_old_format_events_project_and_replay_into_digests_only(nats_url, database_url, tmp_path):
     apply_migrations(database_url)
-    platform = Platform(nats_url, database_url, tmp_path)
+    platform = InProcessPlatform(nats_url, database_url, tmp_path)
     platform.start("ledger")
     try:
         async def declare() -> None:

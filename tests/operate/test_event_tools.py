@@ -8,7 +8,8 @@ from problems import PROBLEMS_ROOT
 from services.kit.embedded import start_nats
 from tests.operate.conftest import run_cli
 from tests.support.events import dead_letters, publish_raw
-from tests.support.platform import Platform, identity_board
+from tests.support.in_process import InProcessPlatform
+from tests.support.platform import identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -19,7 +20,7 @@ def records(path) -> list[dict]:
 
 def test_the_log_is_tailed_exported_and_imported_once_and_dead_letters_are_explained(
         nats_url, database_url, tmp_path):
-    platform = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
+    platform = InProcessPlatform(nats_url, database_url, tmp_path, null_gpus=("null",))
     platform.start()
     try:
         platform.add_boards(identity_board("tools", ["null"]))

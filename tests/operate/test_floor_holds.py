@@ -12,7 +12,8 @@ from problems import PROBLEMS_ROOT
 from schemas.contracts import RooflineCase
 from tests.operate.conftest import GPU, mean_board, report_runs, run_cli
 from tests.support.events import archived
-from tests.support.platform import ADMIN_TOKEN, Platform, identity_board
+from tests.support.in_process import InProcessPlatform
+from tests.support.platform import ADMIN_TOKEN, identity_board
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -21,7 +22,7 @@ HELD_SUFFIX = "; it ranks once an admin clears it"
 
 @pytest.fixture
 def floor_platform(nats_url, database_url, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
+    running = InProcessPlatform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
                        extra_env={"KB_FLOOR_BEST_FRACTION": "0.1"})
     running.start()
     yield running

@@ -10,7 +10,7 @@ from problems import PROBLEMS_ROOT
 from schemas.contracts import Fingerprint, GpuFingerprint, SystemInfo
 from tests.operate.conftest import GPU, mean_board, ranked_users, report_runs, run_cli
 from tests.support.events import archived
-from tests.support.platform import Platform
+from tests.support.in_process import InProcessPlatform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -35,7 +35,7 @@ def submit(platform, database_url, board, user_id, name, mean_ns, system) -> tup
 
 @pytest.fixture
 def same_hardware_platform(nats_url, database_url, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1}, extra_env={"KB_SAME_HARDWARE": "1"})
+    running = InProcessPlatform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1}, extra_env={"KB_SAME_HARDWARE": "1"})
     running.start()
     yield running
     running.stop()

@@ -15,6 +15,7 @@ from services.kit.bus import publish_all
 from tests.operate.conftest import GPU, mean_board, ranked_users, run_cli, stage
 from tests.operate.test_rejudge_replay import assert_same, dump, wait_projected
 from tests.support.events import archived
+from tests.support.in_process import InProcessPlatform
 from tests.support.platform import Platform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
@@ -22,7 +23,7 @@ CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text(
 
 @pytest.fixture
 def platform(nats_url, database_url, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
+    running = InProcessPlatform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
                        extra_env={"KB_DEVELOPMENT_MODE": "false"})
     running.start()
     yield running

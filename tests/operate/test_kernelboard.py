@@ -10,7 +10,8 @@ from problems import PROBLEMS_ROOT
 from tests.operate.conftest import run_cli
 from tests.support import kernelboard_queries as kb
 from tests.support.events import archived, query
-from tests.support.platform import ADMIN_TOKEN, Platform, identity_board
+from tests.support.in_process import InProcessPlatform
+from tests.support.platform import ADMIN_TOKEN, identity_board
 from tests.support.upstream_db import CLI_IDS, SUBMISSIONS, WEB_IDS
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
@@ -29,7 +30,7 @@ def by_score(entries: list[dict]) -> list[tuple]:
 
 @pytest.fixture
 def imported(nats_url, database_url, upstream_url, tmp_path):
-    platform = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
+    platform = InProcessPlatform(nats_url, database_url, tmp_path, null_gpus=("null",))
     platform.start()
     try:
         platform.add_boards(identity_board("web-board", ["null"]))

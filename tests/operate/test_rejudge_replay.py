@@ -17,7 +17,7 @@ from services.ledger.repository import TABLES as LEDGER_TABLES
 from services.operate.replay import SCORER_TABLES
 from tests.operate.conftest import GPU, mean_board, ranked_users, report_runs, run_cli, wait_rows
 from tests.support.events import archived, query
-from tests.support.platform import Platform
+from tests.support.in_process import InProcessPlatform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 # Under `mean` bob's even timings win; under `geom` alice's one fast case wins.
@@ -31,7 +31,7 @@ def remote_platform(nats_url, database_url, tmp_path):
     """The operate tier's platform with the scorer's sibling floor off: alice's one case a hundred times faster than
     her other is the shape that rule holds for review (services/scorer/floor.py), and bob, measured against her, would
     be held too. The rule has its own tests (tests/operate/test_floor_holds.py); these are about ranking rules."""
-    running = Platform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
+    running = InProcessPlatform(nats_url, database_url, tmp_path, local_gpus={"cpu": 1},
                        extra_env={"KB_FLOOR_SIBLING_RATIO": "0"})
     running.start()
     yield running

@@ -1,9 +1,11 @@
-"""The platform in this test process: every service on one event loop in a thread, the gateway answered through
-`httpx.ASGITransport`. Real NATS, real Postgres, the services' own apps and settings; only the processes are gone.
+"""The platform in this test process: every service on one event loop in a thread. The test's own clients reach the
+gateway through `httpx.ASGITransport`; the gateway also listens on its port (uvicorn on the same loop) for the
+programs a test starts (a CLI, schemathesis, a browser) and for the links it writes. Real NATS, real Postgres, the
+services' own apps and settings; only the processes are gone.
 
-What it cannot show stays with tests/support/platform.py (subprocesses): a service killed with SIGKILL, a port
-another program (schemathesis, a browser) connects to, `kernelbot serve`'s own start-up. `kill()` here stops a service
-the way its lifespan ends (nothing is left half done that a SIGKILL would leave).
+What it cannot show stays with tests/support/platform.py (subprocesses): a service killed with SIGKILL, several
+platforms or replicas in one test, `kernelbot serve`'s own start-up. `kill()` here stops a service the way its
+lifespan ends (nothing is left half done that a SIGKILL would leave).
 """
 
 from __future__ import annotations
@@ -75,7 +77,6 @@ class AsyncLoopTransport(httpx.AsyncBaseTransport):
 class InProcessPlatform(Platform):
     def __init__(self, nats_url: str, database_url: str, workdir: Path, **options: Any) -> None:
         super().__init__(nats_url, database_url, workdir, **options)
-        self.url = "http://gateway"
         self.http.close()  # the subprocess platform's client: this one talks to the app itself
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name="in-process-platform", daemon=True)
@@ -108,6 +109,7 @@ class InProcessPlatform(Platform):
             await stack.enter_async_context(app.router.lifespan_context(app))
             self._app = app
             stack.callback(setattr, self, "_app", None)
+            await self._serve_on_port(app, stack)
             return stack
         service = importlib.import_module(f"services.{name}.app").create_app(settings)
         await stack.enter_async_context(service.lifespan_context())
@@ -140,20 +142,19 @@ class InProcessPlatform(Platform):
         return httpx.AsyncClient(base_url=self.url, transport=AsyncLoopTransport(self), timeout=30, **options)
 
     def listening_url(self) -> str:
-        """The gateway served on a local port too, for a program that must connect (schemathesis): uvicorn on the
-        platform's loop, stopped with the gateway."""
-        import uvicorn  # only the tests that need a port serve one
+        """The gateway's port, for a program that must connect (a CLI, schemathesis, a browser)."""
+        return self.url
 
-        # Listening before uvicorn serves: a connection made meanwhile waits in the backlog, so nothing waits here.
-        listening = socket.create_server(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(self.app(), lifespan="off", log_level="warning"))
+    async def _serve_on_port(self, app: Any, stack: AsyncExitStack) -> None:
+        """The gateway on its port too (uvicorn on the platform's loop, stopped with it): the links it writes
+        (artifacts, payloads) name that port, and programs other than this test connect there. Listening before
+        uvicorn serves: a connection made meanwhile waits in the backlog."""
+        import uvicorn  # only once a gateway starts
 
-        async def serve() -> None:
-            task = self.loop.create_task(server.serve(sockets=[listening]))
-            self._running["gateway"].push_async_callback(lambda: _stopped(server, task))
-
-        self.call(serve())
-        return f"http://127.0.0.1:{listening.getsockname()[1]}"
+        listening = socket.create_server(("127.0.0.1", self.port))
+        server = uvicorn.Server(uvicorn.Config(app, lifespan="off", log_level="warning"))
+        task = self.loop.create_task(server.serve(sockets=[listening]))
+        stack.push_async_callback(lambda: _stopped(server, task))
 
 
 async def _stopped(server: Any, task: asyncio.Task) -> None:
