@@ -17,6 +17,7 @@ import pytest
 from problems import PROBLEMS_ROOT
 from tests.operate.conftest import run_cli
 from tests.support.events import publish_raw, query
+from tests.support.in_process import InProcessPlatform
 from tests.support.oauth_platform import hidden_fields
 from tests.support.platform import ADMIN_TOKEN, Platform, identity_board
 
@@ -25,7 +26,7 @@ CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text(
 
 @pytest.fixture
 def platform(nats_url, database_url, tmp_path):
-    running = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
+    running = InProcessPlatform(nats_url, database_url, tmp_path, null_gpus=("null",))
     running.start()
     try:
         running.add_boards(identity_board("open", ["null"]))

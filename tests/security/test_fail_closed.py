@@ -25,6 +25,7 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from tests.support.hosts import CANNOT_ISOLATE, can_simulate_a_host_without_isolation
+from tests.support.in_process import InProcessPlatform
 from tests.support.platform import Platform
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
@@ -79,7 +80,7 @@ def _over_tcp(database_url: str) -> Iterator[str]:
 
 @contextmanager
 def _platform(nats_url: str, database_url: str, tmp_path, development: bool) -> Iterator[Platform]:
-    platform = Platform(nats_url, database_url, tmp_path,
+    platform = InProcessPlatform(nats_url, database_url, tmp_path,
                         extra_env={"KB_DEVELOPMENT_MODE": "true" if development else "false"})
     with _over_tcp(database_url) as reachable:
         try:

@@ -20,7 +20,7 @@ from services.kit.deadletter import DeadLetterMiddleware, current_message
 from services.kit.embedded import free_port
 from services.kit.runtime import durable_consumer
 from tests.support.events import archived
-from tests.support.platform import Platform
+from tests.support.in_process import InProcessPlatform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -34,7 +34,7 @@ def _retry_after(response: httpx.Response) -> int:
 
 
 def test_one_address_cannot_fill_the_pending_registrations(nats_url, database_url, tmp_path):
-    gateway = Platform(nats_url, database_url, tmp_path, extra_env={"KB_AUTH_INIT_RATE": "5/minute"})
+    gateway = InProcessPlatform(nats_url, database_url, tmp_path, extra_env={"KB_AUTH_INIT_RATE": "5/minute"})
     gateway.start("gateway")
     try:
         # a made-up X-Forwarded-For changes nothing: no proxy is trusted
@@ -49,7 +49,7 @@ def test_one_address_cannot_fill_the_pending_registrations(nats_url, database_ur
 
 
 def test_a_user_cannot_flood_submissions(nats_url, database_url, tmp_path):
-    platform = Platform(nats_url, database_url, tmp_path, extra_env={"KB_SUBMIT_RATE": "3/minute", "KB_PROJECTION_WAIT_S": "0.2"})
+    platform = InProcessPlatform(nats_url, database_url, tmp_path, extra_env={"KB_SUBMIT_RATE": "3/minute", "KB_PROJECTION_WAIT_S": "0.2"})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
@@ -68,7 +68,7 @@ def test_a_user_cannot_flood_submissions(nats_url, database_url, tmp_path):
 
 def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
     # no dispatcher: every stream stays open, waiting for a run that never starts
-    platform = Platform(nats_url, database_url, tmp_path,
+    platform = InProcessPlatform(nats_url, database_url, tmp_path,
                         extra_env={"KB_STREAMS_PER_USER": "2", "KB_STREAMS_TOTAL": "3",
                                    "KB_PROJECTION_WAIT_S": "0.2"})
     platform.start("ledger", "gateway")
@@ -114,7 +114,7 @@ def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
 def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, database_url, tmp_path):
     port = free_port()
     ledger_status = f"http://127.0.0.1:{port}"  # a consumer service's probes, on its metrics port
-    platform = Platform(nats_server.url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
+    platform = InProcessPlatform(nats_server.url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
@@ -151,7 +151,7 @@ def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, 
 def test_postgres_blinking_after_the_publish_never_invites_a_second_submission(
         postgres_server, nats_url, database_url, tmp_path):
     # no dispatcher yet: the submit waits its whole projection wait, and Postgres goes away meanwhile
-    platform = Platform(nats_url, database_url, tmp_path, extra_env={"KB_PROJECTION_WAIT_S": "6"})
+    platform = InProcessPlatform(nats_url, database_url, tmp_path, extra_env={"KB_PROJECTION_WAIT_S": "6"})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
