@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.launching.warm_client import WarmLauncher
 from services.kit.embedded import (
     EmbeddedNats,
     create_database,
@@ -28,6 +29,7 @@ from services.kit.embedded import (
 from services.kit.embedded.common import _run_sync
 from tests.support import cloned_database
 from tests.support.events import delete_all_streams
+from tests.support.warm import warm_runner
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -190,3 +192,17 @@ def own_tmpdir() -> Iterator[Path]:
     path.chmod(0o1777)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------------------------- runners
+
+
+@pytest.fixture(scope="session")
+def warm_launcher() -> Iterator[WarmLauncher]:
+    """A warm runner (runner/warm.py) for the suites that run many harnesses: every process of a run forks from it,
+    holding torch already, as the local backend and the runner container run them, instead of cold starts that each
+    import torch. One serves every run of a worker's session, as one serves every run of a host;
+    tests/runner/test_warm_runner.py shows that nothing one run changes reaches the next. The cold path keeps its
+    own suites (tests/exploits/test_exploits.py, tests/sandbox)."""
+    with warm_runner() as (launcher, _):
+        yield launcher

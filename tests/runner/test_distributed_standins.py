@@ -18,7 +18,6 @@ from runner.stages.prepare import popcorn_gpus
 from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
 from schemas.contracts import SystemInfo
-from tests.support.warm import warm_runner
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "fixtures" / "distributed" / "problems" / "amd_distributed"
 NO_GATHER = '''
@@ -39,9 +38,8 @@ def run(problem: str, mode: str, code: str | None = None, seed: int | None = Non
 
 
 @pytest.fixture(scope="module")
-def results():
-    with warm_runner() as (launcher, _):
-        warm = run("gemm-rs", "test", warm=launcher)  # as the local backend runs it: forked from a warm runner
+def results(warm_launcher):
+    warm = run("gemm-rs", "test", warm=warm_launcher)  # as the local backend runs it: forked from a warm runner
     plan = {
         "ag-gemm test": ("ag-gemm", "test", None, None),
         "gemm-rs test": ("gemm-rs", "test", None, None),

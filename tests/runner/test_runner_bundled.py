@@ -90,14 +90,14 @@ def planned_runs() -> dict[tuple | str, tuple[str, str, str, int | None]]:
 
 
 @pytest.fixture(scope="module")
-def results() -> dict[tuple | str, FullResult]:
+def results(warm_launcher) -> dict[tuple | str, FullResult]:
     tasks = {name: load_problem(directory).task for name, directory in PROBLEMS.items()}
 
     def run(item):
         key, (problem, code, mode, seed) = item
         payload = build_payload(tasks[problem], code, run_id=str(key), gpu="cpu", mode=mode,
                                 secret=seed is not None, seed=seed)
-        return key, execute(payload)
+        return key, execute(payload, warm=warm_launcher)
 
     # The three-stage ranked runs first, so that no long run is left alone at the end.
     plan = sorted(planned_runs().items(), key=lambda item: item[1][2] == "test")

@@ -26,13 +26,11 @@ from tests.sandbox.test_sandbox import (  # noqa: F401 - run here again
     test_no_network_reaches_the_hosts_nats_or_any_local_listener,
     test_process_limit_stops_a_fork_bomb,
 )
-from tests.support.warm import warm_runner
 
 
 @pytest.fixture(scope="module")
-def warm():
-    with warm_runner() as (launcher, _server):
-        yield launcher
+def warm(warm_launcher):
+    return warm_launcher
 
 
 @pytest.fixture(autouse=True)
