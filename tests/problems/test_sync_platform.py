@@ -24,6 +24,7 @@ from schemas.events import SubmissionReceived
 from services.cli import main as cli
 from services.kit.bus import publish_all
 from tests.support.events import archived
+from tests.support.in_process import InProcessPlatform
 from tests.support.platform import ADMIN_TOKEN, Platform
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels"
@@ -31,7 +32,7 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 FIXTURE_NAMES = {"vectoradd_v2", "grayscale_v2", "matmul_cu_v2", "trimul"}
 
 
-class SyncPlatform(Platform):
+class SyncPlatform(InProcessPlatform):
     """Ledger and gateway only (sync needs nothing else), with the problem settings of the gateway."""
 
     def __init__(self, *args, extra_env: dict[str, str], **kwargs) -> None:
@@ -107,6 +108,9 @@ def platform(nats_url, database_url, tmp_path, checkout, archive_server):
     running = SyncPlatform(nats_url, database_url, tmp_path, extra_env={
         "KB_DEV_PROBLEMS_DIR": str(checkout / "problems"),
         "KB_PROBLEMS_ARCHIVE_URL": archive_server + "/{repository}/{branch}.tar.gz",
+        # no dispatcher runs here, so a submission never ends: a read right after it would be held as popcorn-cli's
+        # first poll (docs/polling.md) for the whole long poll
+        "KB_LONG_POLL_S": "0",
     })
     running.start("ledger", "gateway")
     yield running
