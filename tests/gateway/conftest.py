@@ -46,11 +46,17 @@ def gateway_database(postgres_server_url: str, migrated_template: str) -> Iterat
         yield url
 
 
+# These modules read submissions that wait on purpose (a stopped queue, an idle GPU) right after submitting them,
+# which the gateway takes for popcorn-cli's first poll and holds for the whole long poll (docs/polling.md). Long
+# polling has its own tests (tests/e2e/test_long_poll.py, tests/unit); here every read is answered at once.
+NO_LONG_POLL = {"KB_LONG_POLL_S": "0"}
+
+
 @pytest.fixture(scope="package")
 def gateway(gateway_nats: str, gateway_database: str,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessPlatform]:
     running = InProcessPlatform(gateway_nats, gateway_database, Path(tmp_path_factory.mktemp("gateway")),
-                                null_gpus=("null",))
+                                null_gpus=("null",), extra_env=NO_LONG_POLL)
     running.start()
     try:
         add_boards(running)
@@ -68,7 +74,7 @@ def gateway_processes(postgres_server_url: str, migrated_template: str,
     workdir = Path(tmp_path_factory.mktemp("gateway-processes"))
     with start_nats(workdir / "nats") as nats, \
             cloned(postgres_server_url, migrated_template, "kb_gateway_processes") as database:
-        running = Platform(nats.url, database, workdir, null_gpus=("null",))
+        running = Platform(nats.url, database, workdir, null_gpus=("null",), extra_env=NO_LONG_POLL)
         running.start()
         try:
             add_boards(running)
