@@ -1,0 +1,63 @@
+"""The example harness's cross-check (problems/examples/harness_measure.py) with a scripted worker: a host that gets
+busier after the calibration costs an honest submission nothing, a submission that hides work on every call fails."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from problems import PROBLEMS_ROOT
+
+KERNEL_NS, PING_NS, BUSY_NS, HIDDEN_NS = 100_000, 50_000, 400_000, 400_000
+
+
+@pytest.fixture(scope="module")
+def measure_module():
+    spec = importlib.util.spec_from_file_location("harness_measure", PROBLEMS_ROOT / "examples" / "harness_measure.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class ScriptedWorker:
+    """Answers the supervisor's requests as `harness_supervisor.Harness.request` does: each request costs the worker
+    `extra` CPU outside the kernel, plus `hidden` on calls (work the kernel left for after its timer stopped)."""
+
+    def __init__(self, busy_after_pings: int | None = None, hidden: int = 0) -> None:
+        self.busy_after_pings, self.hidden, self.pings, self.calls = busy_after_pings, hidden, 0, 0
+
+    def extra(self) -> int:
+        busy = self.busy_after_pings is not None and self.pings >= self.busy_after_pings
+        return PING_NS + (BUSY_NS if busy else 0)
+
+    def __call__(self, kind: str, case: dict, iteration: int, timed: bool = False):
+        if kind == "ping":
+            self.pings += 1
+            cost = self.extra()
+            return True, "", {"ns": 0, "wall": cost, "cpu": cost, "inputs": 1}
+        self.calls += 1
+        cost = KERNEL_NS + self.extra() + self.hidden
+        return True, "", {"ns": KERNEL_NS, "wall": cost, "cpu": cost, "inputs": 1}
+
+
+def test_an_honest_call_on_a_host_that_got_busier_after_the_calibration_is_not_blamed(measure_module):
+    worker = ScriptedWorker(busy_after_pings=measure_module.PINGS)  # every request costs more once calibrated
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert error == "" and samples and set(samples) == {KERNEL_NS}
+    assert violating <= measure_module.PINGS // 2 + 1  # until the latest pings' median caught up with the host
+    assert worker.pings > measure_module.PINGS  # pinged again after rejected calls
+
+
+def test_a_call_hiding_work_stays_rejected_however_often_the_host_is_pinged(measure_module):
+    worker = ScriptedWorker(hidden=HIDDEN_NS)
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert samples == [] and error.startswith("unsynchronized work or timer tampering detected")
+    assert violating >= measure_module.MIN_SAMPLES
+
+
+def test_a_steady_host_is_calibrated_once(measure_module):
+    worker = ScriptedWorker()
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert error == "" and violating == 0 and worker.pings == measure_module.PINGS and samples
