@@ -21,6 +21,7 @@ from services.kit.embedded import free_port
 from services.kit.runtime import durable_consumer
 from tests.support.events import archived
 from tests.support.in_process import InProcessPlatform
+from tests.support.platform import Platform
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 
@@ -49,7 +50,8 @@ def test_one_address_cannot_fill_the_pending_registrations(nats_url, database_ur
 
 
 def test_a_user_cannot_flood_submissions(nats_url, database_url, tmp_path):
-    platform = InProcessPlatform(nats_url, database_url, tmp_path, extra_env={"KB_SUBMIT_RATE": "3/minute", "KB_PROJECTION_WAIT_S": "0.2"})
+    platform = InProcessPlatform(nats_url, database_url, tmp_path,
+                                 extra_env={"KB_SUBMIT_RATE": "3/minute", "KB_PROJECTION_WAIT_S": "0.2"})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
@@ -69,8 +71,8 @@ def test_a_user_cannot_flood_submissions(nats_url, database_url, tmp_path):
 def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
     # no dispatcher: every stream stays open, waiting for a run that never starts
     platform = InProcessPlatform(nats_url, database_url, tmp_path,
-                        extra_env={"KB_STREAMS_PER_USER": "2", "KB_STREAMS_TOTAL": "3",
-                                   "KB_PROJECTION_WAIT_S": "0.2"})
+                                 extra_env={"KB_STREAMS_PER_USER": "2", "KB_STREAMS_TOTAL": "3",
+                                            "KB_PROJECTION_WAIT_S": "0.2"})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
@@ -111,10 +113,12 @@ def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
 # ---------------------------------------------------------------------------------------------------- outages
 
 
+# The outage tests keep their services in processes of their own: what they show is a process that lives through
+# NATS or Postgres going away, and its stop during one is that process's own business, as in a deployment.
 def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, database_url, tmp_path):
     port = free_port()
     ledger_status = f"http://127.0.0.1:{port}"  # a consumer service's probes, on its metrics port
-    platform = InProcessPlatform(nats_server.url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
+    platform = Platform(nats_server.url, database_url, tmp_path, extra_env={"KB_METRICS_PORT": str(port)})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()
@@ -151,7 +155,7 @@ def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, 
 def test_postgres_blinking_after_the_publish_never_invites_a_second_submission(
         postgres_server, nats_url, database_url, tmp_path):
     # no dispatcher yet: the submit waits its whole projection wait, and Postgres goes away meanwhile
-    platform = InProcessPlatform(nats_url, database_url, tmp_path, extra_env={"KB_PROJECTION_WAIT_S": "6"})
+    platform = Platform(nats_url, database_url, tmp_path, extra_env={"KB_PROJECTION_WAIT_S": "6"})
     platform.start("ledger", "gateway")
     try:
         platform.load_bundled_problems()

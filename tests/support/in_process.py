@@ -127,11 +127,19 @@ class InProcessPlatform(Platform):
         self.call(self._running.pop(name).aclose())
 
     def stop(self) -> None:
+        """Stop every service, then the loop, even when a service's stop fails: one left running would fill its
+        service's handler slot beside the next test's platform in this process. The first failure is raised last."""
+        failures: list[BaseException] = []
         for name in reversed(list(self._running)):
-            self.kill(name)
+            try:
+                self.kill(name)
+            except Exception as exc:  # noqa: BLE001 - raised below, once the rest are stopped
+                failures.append(exc)
         self.http.close()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)
+        if failures:
+            raise failures[0]
 
     def client(self, **options: Any) -> httpx.Client:
         """Another client of the gateway (its own cookies, say)."""
