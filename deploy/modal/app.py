@@ -217,6 +217,7 @@ class WarmRunner:
 
     @modal.enter()
     def start_warm_runner(self) -> None:
+        # Late, as in sandbox_level above: where the app is deployed from there is no runner package.
         from runner.launching.warm_client import start_warm_runner
 
         become_subreaper()

@@ -76,7 +76,7 @@ def ranked(gateway: Platform) -> dict:
 @pytest.fixture(scope="module")
 def web_url(gateway) -> str:
     """The in-process gateway on a real port: the browser connects to it over TCP."""
-    return gateway.listening_url()
+    return gateway.url
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from schemas.events import LeaderboardUpdated
 from services.kit.bus import publish_all
 from services.ledger.repository import TABLES as LEDGER_TABLES
 from services.operate.replay import SCORER_TABLES
+from services.operate.stream import connected, stream_bounds
 from tests.operate.conftest import GPU, mean_board, ranked_users, report_runs, run_cli, wait_rows
 from tests.support.events import archived, query
 from tests.support.in_process import InProcessPlatform
@@ -48,7 +49,6 @@ def dump(database_url: str) -> dict[str, list[str]]:
 
 def wait_projected(platform, database_url: str) -> None:
     """Until the ledger has applied the whole stream: a dump taken earlier could still change under the test."""
-    from services.operate.stream import connected, stream_bounds
 
     async def last_seq() -> int:
         async with connected(platform.nats_url) as client:

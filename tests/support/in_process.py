@@ -149,10 +149,6 @@ class InProcessPlatform(Platform):
         """A client for a test's own event loop."""
         return httpx.AsyncClient(base_url=self.url, transport=AsyncLoopTransport(self), timeout=30, **options)
 
-    def listening_url(self) -> str:
-        """The gateway's port, for a program that must connect (a CLI, schemathesis, a browser)."""
-        return self.url
-
     async def _serve_on_port(self, app: Any, stack: AsyncExitStack) -> None:
         """The gateway on its port too (uvicorn on the platform's loop, stopped with it): the links it writes
         (artifacts, payloads) name that port, and programs other than this test connect there. Listening before
