@@ -228,10 +228,10 @@ async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_co
     await wire.answer(delete, "Delete submission")
     buttons = wire.fake.original(delete)["components"][0]["components"]
     confirm = next(b["custom_id"] for b in buttons if b["label"] == "Delete")
-    wire.click(Person(7010, "other"), delete, confirm, 2)  # only the admin who asked may confirm
+    await wire.click(Person(7010, "other"), delete, confirm, 2)  # only the admin who asked may confirm
     await asyncio.sleep(0.3)
     assert await submission_reads.submission(pool, submission_id) is not None
-    wire.click(admin, delete, confirm, 2)
+    await wire.click(admin, delete, confirm, 2)
     await wire.answer(delete, f"✅ Submission {submission_id} deleted.")
     for _ in range(200):
         if await submission_reads.submission(pool, submission_id) is None:

@@ -118,8 +118,8 @@ async def test_ambiguous_gpu_is_chosen_from_a_menu(wire, platform):
     menu = wire.fake.original(token)["components"][0]["components"][0]
     assert [o["value"] for o in menu["options"]] == ["cpu", "unserved_gpu"] and menu["max_values"] == 2
 
-    wire.click(Person(8003, "dave"), token, menu["custom_id"], 3, ["cpu"])  # not the submitter: ignored
-    wire.click(carol, token, menu["custom_id"], 3, ["unserved_gpu"])
+    await wire.click(Person(8003, "dave"), token, menu["custom_id"], 3, ["cpu"])  # not the submitter: ignored
+    await wire.click(carol, token, menu["custom_id"], 3, ["unserved_gpu"])
     reply = await wire.answer(token, "queued")
     assert "test run of `two_gpus` on unserved_gpu" in reply
 

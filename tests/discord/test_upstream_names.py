@@ -163,7 +163,7 @@ async def test_show_pages_through_the_ranking_of_the_chosen_gpu(wire, platform):
     assert first.startswith("**fast_pair** · __null__ (1/2)") and first.count(" · `submission.py`") == 10, first
     buttons = wire.fake.original(token)["components"][0]["components"]
     forward = next(b["custom_id"] for b in buttons if b["label"] == "▶")
-    wire.click(viewer, token, forward, 2)
+    await wire.click(viewer, token, forward, 2)
     await wire.answer(token, "(2/2)")
     second = wire.fake.original(token)["content"]
     # equal scores tie (all first), and ties are listed in the order they were submitted

@@ -68,10 +68,17 @@ class Wire:
                                                                        created))
         return token
 
-    def click(self, person: Person, message_token: str, custom_id: str, component_type: int,
-              values: list[str] | None = None) -> str:
-        """A click on a component of the message the interaction `message_token` answered with."""
+    async def click(self, person: Person, message_token: str, custom_id: str, component_type: int,
+                    values: list[str] | None = None) -> str:
+        """A click on a component of the message the interaction `message_token` answered with, once the bot listens
+        for it."""
         message = self.fake.original(message_token)
+        # The fake shows the message's components when the bot's PATCH arrives, but discord.py starts listening for
+        # them only after it reads the answer; a click in between is dropped without a word. A person cannot click
+        # that fast: they see the message when Discord has answered the bot.
+        views = self.client._connection._view_store
+        await eventually(lambda: views.is_message_tracked(int(message["id"])), 10,
+                         lambda: f"the bot to listen for clicks on message {message['id']}")
         token = f"token-{uuid.uuid4().hex}"
         self.fake.originals[token] = int(message["id"])  # Discord knows which message a component sits on
         data = {"custom_id": custom_id, "component_type": component_type}
