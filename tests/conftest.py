@@ -34,13 +34,34 @@ from tests.support.warm import warm_runner
 
 def pytest_configure(config: pytest.Config) -> None:
     # Registered here, not in pyproject, so the marker exists however pytest is invoked.
-    config.addinivalue_line("markers", "slow: long-running test; deselect with -m 'not slow'")
+    config.addinivalue_line("markers", "slow: a scenario of several seconds or more, left out unless -m slow (README.md)")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped on hosts without one (tests/gpu)")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: one worker per core, at most 4; each worker starts its own Postgres and NATS servers."""
     return max(1, min(4, os.cpu_count() or 1))
+
+
+# Packages whose tests share one platform (a package-scoped fixture of their conftest.py).
+SHARED_PLATFORM_PACKAGES = ("tests/discord", "tests/gateway")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`--dist loadfile`, except that a package sharing a platform goes to one worker whole. xdist hands out files
+    biggest first, which interleaves packages on a worker; pytest tears a package's fixtures down whenever the next
+    test is in another package, so the shared platform was started again for nearly every file of its package."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # only where xdist runs the suite: `-n 0` needs no scheduler
+
+    class SharedPlatformScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            package = path.rsplit("/", 1)[0]
+            return package if package in SHARED_PLATFORM_PACKAGES else path
+
+    return SharedPlatformScheduling(config, log)
 
 
 # ------------------------------------------------------------------------------------------ docker probe

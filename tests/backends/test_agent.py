@@ -23,6 +23,8 @@ from tests.support.events import archived
 from tests.support.platform import Platform, identity_board
 from tests.support.shipped_nats import ShippedNats, start_shipped_nats, stop
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 BOARD = "agent_board"
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
@@ -13,6 +15,8 @@ from schemas.contracts import FullResult
 from services.dispatcher.backends.base import PENDING
 from services.dispatcher.backends.local import LocalBackend
 from tests.support.warm import wait_ready
+
+pytestmark = pytest.mark.slow
 
 PROBLEM = PROBLEMS_ROOT / "examples" / "identity_py"
 

@@ -2,8 +2,9 @@
 dispatcher launches, watches, times out, retries and collects on the fake, and the result comes out ranked or
 failed with a reason a person can act on.
 
-Every scenario is submitted at once when the module starts (they run side by side, as on a real platform); each
-test then waits for its own. The dispatcher restart and the replica takeover come last.
+The scenarios are submitted at once when the module starts (they run side by side, as on a real platform), those
+the fakes run through the real runner when the first (slow) test that needs them starts; each test then waits for
+its own. The dispatcher restart and the replica takeover come last.
 """
 
 from __future__ import annotations
@@ -54,8 +55,11 @@ def scenario_gpu(backend: str, behaviour: str) -> str:
     return gpu(backend, "run" if behaviour in ("largest", "between", "profile") else behaviour)
 
 
-@pytest.fixture(scope="module")
-def submitted(world) -> dict[tuple[str, str], int]:
+# Scenarios whose jobs the fakes run through the real runner: only the slow tests wait for those.
+ON_THE_RUNNER = ("run", "largest", "between", "profile")
+
+
+def _submit_all(world, behaviours) -> dict[tuple[str, str], int]:
     def submit(scenario: tuple[str, str]) -> int:
         backend, behaviour = scenario
         code = {"largest": LARGEST, "between": BETWEEN}.get(behaviour, CODE)
@@ -64,9 +68,19 @@ def submitted(world) -> dict[tuple[str, str], int]:
         assert response.status_code == 202, response.text
         return response.json()["details"]["id"]
 
-    scenarios = [(backend, behaviour) for behaviour in SCENARIOS for backend in BACKENDS]
+    scenarios = [(backend, behaviour) for behaviour in behaviours for backend in BACKENDS]
     with ThreadPoolExecutor(len(scenarios)) as pool:  # side by side, as users would
         return dict(zip(scenarios, pool.map(submit, scenarios), strict=True))
+
+
+@pytest.fixture(scope="module")
+def submitted(world) -> dict[tuple[str, str], int]:
+    return _submit_all(world, [behaviour for behaviour in SCENARIOS if behaviour not in ON_THE_RUNNER])
+
+
+@pytest.fixture(scope="module")
+def submitted_on_the_runner(world) -> dict[tuple[str, str], int]:
+    return _submit_all(world, ON_THE_RUNNER)
 
 
 def _done(world, submission_id: int) -> dict:
@@ -77,9 +91,10 @@ def _failures(world, submission_id: int) -> list[dict]:
     return archived(world.database_url, "RunFailed", str(submission_id))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_job_runs_the_real_runner_and_its_result_comes_back(world, submitted, backend):
-    submission_id = submitted[backend, "run"]
+def test_a_job_runs_the_real_runner_and_its_result_comes_back(world, submitted, submitted_on_the_runner, backend):
+    submission_id = submitted_on_the_runner[backend, "run"]
     view = _done(world, submission_id)
     assert view["job"]["status"] == "succeeded", view
     [completed] = archived(world.database_url, "RunCompleted", str(submission_id))
@@ -93,14 +108,18 @@ def test_a_job_runs_the_real_runner_and_its_result_comes_back(world, submitted, 
     assert job.payload.arch == (None if backend == "github" else "90a")  # the catalogue's arch travels
     if backend == "github":
         assert world.fakes["github"].runner_labels[int(dispatched["job_ref"])] == "amdgpu-mi300-x86-64"
-        assert world.fakes["github"].workflows.keys() >= {"amd_workflow.yml", "nvidia_workflow.yml"}
+        # the other scenarios' GPUs dispatch the NVIDIA workflow, as they are launched
+        world.platform.wait_for(lambda: world.fakes["github"].workflows.keys() >= {"amd_workflow.yml",
+                                                                                 "nvidia_workflow.yml"},
+                                "both workflows dispatched", 30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_profile_comes_back_in_the_same_shape_from_every_backend(world, submitted, backend):
+def test_a_profile_comes_back_in_the_same_shape_from_every_backend(world, submitted_on_the_runner, backend):
     """The runner builds the profile (runner/stages/profile_stage.py) and it travels inside the run's result, whatever
     carries that result back: each case's zip of details and manifest, and the head of the details in the report."""
-    submission_id = submitted[backend, "profile"]
+    submission_id = submitted_on_the_runner[backend, "profile"]
     # it queues behind the `run` and `largest` scenarios on the same GPU, then runs two cases
     view = world.platform.wait_done(world.cli, submission_id, timeout=180)
     assert view["job"]["status"] == "succeeded", view
@@ -116,12 +135,13 @@ def test_a_profile_comes_back_in_the_same_shape_from_every_backend(world, submit
         assert manifest["benchmark"]["index"] == int(key[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_the_largest_accepted_submission_runs_on_every_backend(world, submitted, backend):
+def test_the_largest_accepted_submission_runs_on_every_backend(world, submitted_on_the_runner, backend):
     """1,000,000 bytes of incompressible code: GitHub's dispatch inputs and Buildkite's environment variable cannot
     hold it, so those two hand the runner a single-use link on the gateway; Modal and Slurm carry it whole."""
     assert len(LARGEST.encode()) == MAX_SUBMISSION_BYTES
-    submission_id = submitted[backend, "largest"]
+    submission_id = submitted_on_the_runner[backend, "largest"]
     view = _done(world, submission_id)
     assert view["job"]["status"] == "succeeded", view
     assert view["code"] == LARGEST
@@ -135,14 +155,16 @@ def test_the_largest_accepted_submission_runs_on_every_backend(world, submitted,
     assert left[0]["n"] == 0  # the link was used up
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_submission_between_the_inline_limits_goes_by_reference_only_where_it_must(world, submitted, backend):
+def test_a_submission_between_the_inline_limits_goes_by_reference_only_where_it_must(
+        world, submitted_on_the_runner, backend):
     task = load_problem(PROBLEMS_ROOT / "examples" / "identity_py").task
     payload = RunPayload(run_id="1.gpu", gpu="gpu", lang="py", mode="test",
                          sources={**task.files, "submission.py": BETWEEN})
     # more than GitHub's cap on its inputs, well below Linux's 128 KiB per variable
     assert 65_535 + 10_000 < len(encode_payload(payload)) < 100_000
-    submission_id = submitted[backend, "between"]
+    submission_id = submitted_on_the_runner[backend, "between"]
     view = _done(world, submission_id)
     assert view["job"]["status"] == "succeeded", view
     assert view["code"] == BETWEEN
@@ -243,6 +265,7 @@ def test_verify_runs_reports_each_backend_s_result(world):
     assert lines[gpu("github", "lost")].startswith("FAIL"), done.stdout
 
 
+@pytest.mark.slow
 def test_verify_runs_reports_the_start_up_time_of_each_stage_it_sees(world):
     """A backend that really runs the runner image (the fakes' `run` behaviour): its stages fork from a warm
     runner, and verify-runs shows how long each took to start."""

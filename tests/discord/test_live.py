@@ -96,6 +96,7 @@ async def ranked_submission_to_verdict(wire, platform, person: Person, board: st
         await wire_after.client.close()
 
 
+@pytest.mark.slow
 async def test_ranked_submission_ends_with_a_verdict_and_the_gateway_report(wire, platform):
     """Every part of the platform is real except the harness (GPU `null`: the dispatcher's null backend)."""
     await ranked_submission_to_verdict(wire, platform, Person(8001, "bob"), "fast_board", "null", "null")

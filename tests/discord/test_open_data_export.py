@@ -14,6 +14,7 @@ from pathlib import Path
 
 import asyncpg
 import pyarrow.parquet as pq
+import pytest
 
 from problems import PROBLEMS_ROOT
 from runner.task.taskfile import load_problem
@@ -122,6 +123,7 @@ def test_the_gateway_exports_the_data_sets_columns_and_rows_failed_ones_included
         assert (response.status_code, response.json()) == (status, {"detail": detail}), body
 
 
+@pytest.mark.slow
 async def test_the_schedule_exports_the_running_competitions_under_upstreams_name(platform, hf_hub):
     conn = await asyncpg.connect(platform.database_url)
     try:  # checked every 10 s; the first check with a competition to export exports, and records it once uploaded

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 
 import asyncpg
 import nats
+import pytest
 
 from schemas.contracts import EvalResult, FullResult, RunResult
 from schemas.events import PlannedRun, RunCompleted, RunStarted, SubmissionAccepted, SubmissionFinished
@@ -111,6 +112,7 @@ async def test_an_end_applied_before_the_runs_ends_waits_for_them(fake_discord, 
     assert finished_without_runs(fake_discord, token) == []
 
 
+@pytest.mark.slow
 async def test_a_restart_with_run_ends_held_by_the_stopped_bot(fake_discord, nats_url, database_url):
     """The bot stopped holding the runs' ends it had fetched and not acknowledged; the submission's end comes after
     them in the stream. The restarted bot applies them first, in stream order, and the reply shows them all."""

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from tests.discord.conftest import SESSION_SECRET
 from tests.discord.wire import Person, eventually, option, start_bot
 from tests.support.platform import ADMIN_TOKEN
+
+pytestmark = pytest.mark.slow
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py" / "submission.py"
 LINK = re.compile(r"\* `(profile\.\d+)`: <([^>]+)>")

@@ -158,6 +158,13 @@ def test_the_readme_keeps_its_two_commands():
     assert "(docs/index.md)" in readme
 
 
+def test_ci_runs_the_readmes_test_command_and_then_the_slow_tests():
+    """The README's command leaves the `slow` tests out; CI runs them after it, so none is skipped before landing."""
+    steps = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+             if line.strip().startswith(".venv/bin/python -m pytest")]
+    assert steps == [".venv/bin/python -m pytest", ".venv/bin/python -m pytest -m slow"]
+
+
 def test_the_smallest_harness_of_the_authoring_page_runs(tmp_path: Path):
     """The protocol sketch on the authoring page is a harness the real runner accepts."""
     page = (DOCS / "authoring.md").read_text(encoding="utf-8")

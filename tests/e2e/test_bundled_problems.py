@@ -3,9 +3,12 @@ correct solution passes its tests and each wrong one fails them, as a competitor
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from problems import PROBLEMS_ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def _solutions() -> list[tuple[str, str, str]]:

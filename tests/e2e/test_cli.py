@@ -9,6 +9,7 @@ import sys
 import time
 
 import httpx
+import pytest
 import yaml
 
 from problems import PROBLEMS_ROOT
@@ -39,6 +40,7 @@ def _wait_healthy(url: str, up: subprocess.Popen, timeout: float = 90) -> None:
     raise AssertionError("kernelbot up did not come up")
 
 
+@pytest.mark.slow
 def test_up_submit_show_stop_and_up_again(tmp_path):
     """The README's first command and a second terminal, with no NATS or Postgres given: all embedded."""
     data_dir, port = tmp_path / "data", free_port()

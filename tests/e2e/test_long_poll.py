@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 
 IDENTITY = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
@@ -28,6 +30,7 @@ def test_the_first_poll_after_the_post_is_answered_when_the_submission_is_done(p
     assert [run["mode"] for run in view["runs"]] == ["test"]
 
 
+@pytest.mark.slow
 def test_a_one_off_read_is_immediate_and_the_next_tick_of_a_poll_loop_is_held(platform):
     platform.load_bundled_problems()
     cli_id = platform.register("reader", "reader")

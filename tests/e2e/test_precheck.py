@@ -4,8 +4,12 @@ refusing rule answers the submit with its 400; a competition's outcomes change w
 
 from __future__ import annotations
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from tests.support.platform import ADMIN_TOKEN
+
+pytestmark = pytest.mark.slow
 
 VECTORADD = (PROBLEMS_ROOT / "examples" / "vectoradd_py" / "submission.py").read_text()
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}

@@ -18,6 +18,8 @@ from tests.support.oauth_platform import hidden_fields
 from tests.support.platform import ADMIN_TOKEN
 from tests.support.popcorn_profile import extract, profile_request, read_stream
 
+pytestmark = pytest.mark.slow
+
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 SESSION_SECRET = "profile-link-test-secret"
 TORCH_FILES = ("torch-details.txt", "torch-details.csv", "manifest.json")

@@ -8,11 +8,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from services.cli import main as cli
 from tests.support.platform import ADMIN_TOKEN
+
+pytestmark = pytest.mark.slow
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels"
 PROBLEM = FIXTURE / "problems" / "pmpp_v2" / "vectoradd_py"

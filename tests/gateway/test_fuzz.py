@@ -15,6 +15,8 @@ from schemas.streams import DEAD_LETTERS
 from tests.gateway.conftest import new_user
 from tests.support.platform import ADMIN_TOKEN, Platform
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def gateway(gateway_processes: Platform) -> Platform:

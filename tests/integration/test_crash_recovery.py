@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived, query
+
+pytestmark = pytest.mark.slow
 
 CORRECT = (PROBLEMS_ROOT / "examples" / "vectoradd_py" / "submission.py").read_text()
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import time
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived, dead_letters, publish_raw, query
+
+pytestmark = pytest.mark.slow
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 CORRECT = (VECTORADD / "submission.py").read_text()

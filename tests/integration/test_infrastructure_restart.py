@@ -3,8 +3,12 @@ resume, and a service still applying migrations when Postgres goes away waits fo
 
 from __future__ import annotations
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived
+
+pytestmark = pytest.mark.slow
 
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 

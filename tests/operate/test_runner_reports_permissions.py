@@ -21,6 +21,8 @@ from services.kit.embedded import find_nats_server, free_port
 from tests.support.events import archived, dead_letters, query
 from tests.support.platform import Platform
 
+pytestmark = pytest.mark.slow
+
 CONFIG = """
 port: {port}
 max_payload: 8388608

@@ -21,6 +21,8 @@ from tests.operate.test_rejudge_replay import assert_same, dump, wait_projected
 from tests.support.events import query
 from tests.support.platform import Platform, identity_board
 
+pytestmark = pytest.mark.slow
+
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text()
 SUBMISSIONS = 24
 REPLICATED = ("dispatcher", "scorer", "ledger")

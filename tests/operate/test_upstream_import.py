@@ -13,6 +13,8 @@ from tests.support.events import archived, query
 from tests.support.platform import Platform, identity_board
 from tests.support.upstream_db import CLI_IDS, SUBMISSIONS, WEB_IDS, upstream_ranking
 
+pytestmark = pytest.mark.slow
+
 BOARDS = {"matmul": ["A100", "H100"], "sorting-closed": ["B200"], "old-cuda": ["T4"]}
 
 

@@ -147,6 +147,7 @@ def comparable(result: FullResult) -> dict:
     return shape
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode,seed", [("leaderboard", None), ("private", 905057207)])
 def test_the_chain_gives_the_results_of_one_process_per_stage(warm, mode, seed):
     launcher, _ = warm
@@ -159,6 +160,7 @@ def test_the_chain_gives_the_results_of_one_process_per_stage(warm, mode, seed):
     assert all("chained" not in stage.timing for stage in alone.runs.values())
 
 
+@pytest.mark.slow
 def test_each_stage_gets_a_fresh_worker_under_the_one_supervisor_of_the_run(warm):
     launcher, _ = warm
     for launch in (launcher, None):  # forked from the warm runner, and cold
@@ -184,6 +186,7 @@ def test_a_failing_test_stage_stops_the_chain(warm):
     assert _children(server.pid) == []
 
 
+@pytest.mark.slow
 def test_a_timeout_in_the_second_stage_is_that_stages_timeout(warm):
     launcher, server = warm
     result = vectoradd(STAGE_AWARE.replace('SLEEP_IN_VALUE', '1'), warm=launcher, benchmark_timeout=4)
@@ -208,6 +211,7 @@ def _children(pid: int) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_runner_image_entry_point_runs_a_chain_in_one_forked_process(tiny_payload, tmp_path):
     """`python -m runner.container` (Buildkite, GitHub Actions, Slurm) goes through the same execute(): a
     chain-speaking harness runs every stage of the run in one process forked from the container's warm runner."""

@@ -16,7 +16,7 @@ from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
 
 PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
-pytestmark = [pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed"),
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed"),
               pytest.mark.skipif(not isolation_available(), reason="the cache is used only with the per-run uid")]
 
 

@@ -14,6 +14,8 @@ import pytest
 from runner.conformance import CHECKS, HostCapabilities
 from runner.conformance.report import CheckResult, summary_line
 
+pytestmark = pytest.mark.slow
+
 KERNELBOT = Path(sys.executable).parent / "kernelbot"
 
 

@@ -28,7 +28,7 @@ from services.scorer.scoring import verdict_of
 
 PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
 FORGER = (Path(runner.__file__).parent / "conformance" / "sources" / "fd_static_init.cu").read_text()
-pytestmark = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")]
 
 
 def payload(mode: str = "test"):

@@ -19,6 +19,8 @@ from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
 from schemas.contracts import SystemInfo
 
+pytestmark = pytest.mark.slow
+
 PROBLEMS = Path(__file__).resolve().parents[1] / "fixtures" / "distributed" / "problems" / "amd_distributed"
 NO_GATHER = '''
 import torch

@@ -24,6 +24,8 @@ from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem, render_case_line
 from schemas.contracts import FullResult
 
+pytestmark = pytest.mark.slow
+
 PROBLEMS = {directory.name: directory for directory in bundled_problem_dirs()
             if load_problem(directory).task.lang == "py"}
 STAT_KEYS = ("runs", "mean", "std", "err", "best", "worst", "median", "ci_low", "ci_high", "timer")

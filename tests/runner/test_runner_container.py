@@ -71,6 +71,7 @@ def declare(nats_url: str) -> None:
     asyncio.run(go())
 
 
+@pytest.mark.slow
 def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_completed_once(
         tiny_payload, nats_url, tmp_path, own_tmpdir):
     declare(nats_url)
@@ -94,6 +95,7 @@ def test_container_runs_the_env_payload_writes_result_json_and_publishes_run_com
     assert not list(own_tmpdir.glob("kernelbot-payload-*"))
 
 
+@pytest.mark.slow
 def test_a_named_runner_reports_under_its_own_name_with_only_the_run_id(tiny_payload, nats_url, tmp_path):
     declare(nats_url)
     payload = tiny_payload(HARNESS, submission="def custom_kernel(data):\n    return 43\n", run_id="run-78")
@@ -107,6 +109,7 @@ def test_a_named_runner_reports_under_its_own_name_with_only_the_run_id(tiny_pay
     assert events_of(nats_url) == []  # nothing on the event subjects: the dispatcher decides what is recorded
 
 
+@pytest.mark.slow
 def test_container_reads_a_payload_file_deletes_it_and_without_nats_only_writes_the_result(tiny_payload, tmp_path):
     payload_file = tmp_path / "payload.b64"
     payload_file.write_text(encode_payload(tiny_payload(HARNESS, submission="def custom_kernel(d):\n    return 5\n")))
@@ -145,6 +148,7 @@ def test_the_runner_image_holds_everything_its_entry_point_imports(tmp_path):
     ("vectoradd_py/submission.py", "test", 0, "✅ Testing successful"),
     ("vectoradd_py/solutions/wrong", "test", 1, "❌ Testing failed"),
 ])
+@pytest.mark.slow
 def test_run_local_reproduces_a_result_through_the_cli(code, mode, expected_exit, expected):
     path = PROBLEMS_ROOT / "examples" / code
     if path.is_dir():
@@ -171,6 +175,7 @@ def test_run_local_refuses_an_unknown_mode_and_a_directory_without_task_yml(tmp_
     assert done.returncode == 2 and "task.yml" in done.stderr
 
 
+@pytest.mark.slow
 def test_container_forks_every_stage_from_one_warm_runner_of_its_own_unless_told_cold(tiny_payload, tmp_path):
     payload = tiny_payload(HARNESS, mode="leaderboard", benchmarks=[{"size": 1, "seed": 1}])
     starts = {}

@@ -25,6 +25,8 @@ from runner.stages.execute import execute
 from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
 
+pytestmark = pytest.mark.slow
+
 PROBLEM = PROBLEMS_ROOT / "cuda_examples" / "vectoradd_cu"
 SECRET = 905057207
 needs_nvcc = pytest.mark.skipif(find_nvcc() is None, reason="nvcc is not installed")

@@ -24,6 +24,8 @@ from runner.task.payload import build_payload
 from runner.task.profiling import decode_report
 from runner.task.taskfile import load_problem
 
+pytestmark = pytest.mark.slow
+
 ALL_REDUCE_REFERENCE = '''
 import torch
 

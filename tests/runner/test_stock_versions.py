@@ -179,6 +179,7 @@ def run_under_ours(files: dict[str, str], submission: str):
     return execute(payload, sandbox=SandboxPolicy())
 
 
+@pytest.mark.slow
 def test_a_legacy_message_checker_and_a_compile_kernel_step_run_under_ours():
     """The 2025 amd/pmpp versions' checkers return a message (empty = pass); the nvfp4 versions call the
     submission's compile_kernel() once, untimed, before the stages. Both judged by ours, wrong and right."""

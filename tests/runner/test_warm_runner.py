@@ -172,6 +172,7 @@ def test_runs_are_forked_from_the_server_not_started_cold(warm):
     assert "forked True" in stage.stdout and server.poll() is None, stage.stdout
 
 
+@pytest.mark.slow
 def test_a_seed_reaches_the_forked_harness_as_in_a_cold_start_and_never_user_code(warm):
     launcher, _ = warm
     code = INSPECT.replace("TARGET", hashlib.sha256(str(SECRET).encode()).hexdigest())
@@ -195,6 +196,7 @@ def test_without_a_server_the_run_starts_cold(tmp_path):
     assert result.runs["test"].run.passed
 
 
+@pytest.mark.slow
 def test_a_timed_out_forked_stage_is_killed_with_its_group(warm):
     launcher, server = warm
     task = load_problem(PROBLEMS_ROOT / "examples" / "identity_py").task

@@ -27,6 +27,8 @@ from tests.sandbox.test_sandbox import (  # noqa: F401 - run here again
     test_process_limit_stops_a_fork_bomb,
 )
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def warm(warm_launcher):

@@ -31,7 +31,7 @@ from tests.support.platform import Platform
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 
 
-pytestmark = pytest.mark.skipif(not can_simulate_a_host_without_isolation(), reason="needs `unshare --user` and seccomp")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not can_simulate_a_host_without_isolation(), reason="needs `unshare --user` and seccomp")]
 
 
 def _copy(source: socket.socket, sink: socket.socket) -> None:

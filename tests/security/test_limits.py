@@ -10,6 +10,7 @@ import threading
 import uuid
 
 import httpx
+import pytest
 from faststream.nats import NatsRouter
 from prometheus_client import REGISTRY
 
@@ -115,6 +116,7 @@ def test_a_user_cannot_hold_unbounded_streams(nats_url, database_url, tmp_path):
 
 # The outage tests keep their services in processes of their own: what they show is a process that lives through
 # NATS or Postgres going away, and its stop during one is that process's own business, as in a deployment.
+@pytest.mark.slow
 def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, database_url, tmp_path):
     port = free_port()
     ledger_status = f"http://127.0.0.1:{port}"  # a consumer service's probes, on its metrics port
@@ -152,6 +154,7 @@ def test_an_outage_answers_503_and_liveness_holds(postgres_server, nats_server, 
         platform.stop()
 
 
+@pytest.mark.slow
 def test_postgres_blinking_after_the_publish_never_invites_a_second_submission(
         postgres_server, nats_url, database_url, tmp_path):
     # no dispatcher yet: the submit waits its whole projection wait, and Postgres goes away meanwhile

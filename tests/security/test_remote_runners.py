@@ -166,6 +166,7 @@ def test_github_workflow_inputs_are_the_ones_the_dispatcher_sends(name):
     assert data["run-name"] == "kernelbot ${{ inputs.run_id }}"
 
 
+@pytest.mark.slow
 def test_github_workflow_run_on_this_machine_keeps_the_result_out_of_user_code_s_reach(tmp_path, open_dir):
     """The NVIDIA workflow's steps executed in order (checkout and upload aside) with the recording Docker: a
     submission that looks for where the result goes (the runner's command line, in /proc: hidden by the sandbox's
@@ -242,6 +243,7 @@ def buildkite_agent(tmp_path: Path) -> tuple[FakeHost, Path, Path]:
     return host, checkout, environments
 
 
+@pytest.mark.slow
 def test_buildkite_agent_token_reaches_neither_docker_nor_user_code(buildkite_agent, open_dir):
     host, checkout, environments = buildkite_agent
     payload = encode_payload(payload_running(PRINT_ENVIRONMENT, "bk-1", gpu="nvidia-h100"))
@@ -267,6 +269,7 @@ def test_buildkite_agent_token_reaches_neither_docker_nor_user_code(buildkite_ag
 SLURM_JWT = "eyJhbGciOiJIUzI1NiJ9.slurm-jwt-of-the-submitting-user"
 
 
+@pytest.mark.slow
 def test_slurm_job_hands_user_code_no_cluster_credential_and_leaves_no_payload(tmp_path, open_dir):
     """The shipped job script runs as slurmrestd would run it, with an environment a site's prolog could give a
     job; the runner is the venv's (here: this interpreter with the checkout on its path)."""
@@ -385,6 +388,7 @@ def _has_mark(pid: str, mark: str) -> bool:
 CONTAINERS = {"namespaces allowed": "", "no CAP_SYS_ADMIN": "setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("setpriv"),
                     reason="needs root to give the container a private /tmp")
 @pytest.mark.parametrize("container", CONTAINERS)

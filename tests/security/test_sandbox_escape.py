@@ -148,6 +148,7 @@ def kill_all(pids: list[int]) -> None:
             pass
 
 
+@pytest.mark.slow
 def test_another_processes_environment_stays_out_of_reach(who):
     token = uuid.uuid4().hex
     decoy = subprocess.Popen(["sleep", "300"], env={"KB_DATABASE_URL": f"postgresql://kb:{token}@db/kb"},
@@ -223,6 +224,7 @@ def custom_kernel(data):
         kill_all(processes_with(token))
 
 
+@pytest.mark.slow
 def test_another_concurrent_run_is_unreachable(who):
     token = uuid.uuid4().hex
     victim = who.start(f"""

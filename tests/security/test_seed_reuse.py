@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import asyncpg
+import pytest
 
 from runner.confinement.sandbox import SandboxPolicy
 from runner.stages.execute import execute
@@ -34,6 +35,8 @@ from services.ledger.handlers import router as ledger_router
 from services.scorer.scoring import decide, verdict_of
 from tests.service import conftest as service_tier
 from tests.support.service_tier import running_services
+
+pytestmark = pytest.mark.slow
 
 PROBLEM = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems" / "pmpp_v2" / "vectoradd_py"
 ATTACKS = Path(__file__).parent / "seed_reuse"

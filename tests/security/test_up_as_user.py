@@ -47,7 +47,7 @@ USER = ORDINARY_USER
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 REPORT = "ATTACK-REPORT "
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="creates and becomes an ordinary user: needs root")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(os.geteuid() != 0, reason="creates and becomes an ordinary user: needs root")]
 
 PROBE = '''
 import glob, json, os, socket

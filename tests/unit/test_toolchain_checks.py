@@ -13,6 +13,7 @@ from runner.task.toolchain import FAMILIES, load, parse
 from services.cli.toolchain_cmd import PYPI, check_pins, check_sources, reachable
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_pypi_pin_resolves_for_the_image_s_platform_and_python(family):
     toolchain = load(family)

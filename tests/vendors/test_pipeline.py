@@ -20,6 +20,8 @@ from schemas.contracts import RunPayload
 from schemas.streams import RUNNER_REPORTS
 from tests.support.fakes.host import REPO, FakeHost
 
+pytestmark = pytest.mark.slow
+
 PIPELINE = REPO / "deploy" / "buildkite" / "pipeline.yml"
 REFERENCE = re.compile(r"\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-?]([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
 

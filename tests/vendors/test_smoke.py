@@ -11,7 +11,11 @@ import sys
 import zlib
 from pathlib import Path
 
+import pytest
+
 from schemas.contracts import FullResult
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE_PAYLOAD = {"lang": "py", "mode": "test", "files": {"main.py": "print(\"Hello GPU!\")"}, "tests": [],

@@ -68,12 +68,14 @@ def test_the_page_shows_every_step_of_the_onboarding():
         assert command in text, command
 
 
+@pytest.mark.slow
 def test_every_host_command_of_the_page_succeeds(walked):
     _, _, done = walked
     for result in done:
         assert result.returncode == 0, f"{result.args[-1]}\n--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
 
 
+@pytest.mark.slow
 def test_the_setup_reads_the_token_file_and_writes_the_guide_s_files(walked):
     host, _, _ = walked
     cfg = (host.root / "etc" / "buildkite-agent" / "agent-1" / "buildkite-agent.cfg").read_text()
@@ -85,12 +87,14 @@ def test_the_setup_reads_the_token_file_and_writes_the_guide_s_files(walked):
     assert ["-u", "buildkite-agent-gpu0", "--no-pager", "-n", "50"] in host.argvs("journalctl")
 
 
+@pytest.mark.slow
 def test_the_limits_the_page_prints_are_the_slice_s(walked):
     _, _, done = walked
     limits = next(result for result in done if "memory.max" in result.args[-1])
     assert limits.stdout.split("\n")[:2] == ["34359738368", "1600000 100000"]
 
 
+@pytest.mark.slow
 def test_the_image_is_pulled_and_auto_restarts_nothing_already_current(walked):
     host, _, done = walked
     assert host.image_id("kernelbot-runner:latest") == "sha256:release1"
@@ -98,6 +102,7 @@ def test_the_image_is_pulled_and_auto_restarts_nothing_already_current(walked):
     assert "runner image unchanged" in auto.stdout and "agents restarted: 0" in auto.stdout
 
 
+@pytest.mark.slow
 def test_the_smoke_test_leaves_a_result_that_says_it_ran(walked):
     _, checkout, done = walked
     result = json.loads((checkout / "smoke" / "result.json").read_text())
@@ -106,6 +111,7 @@ def test_the_smoke_test_leaves_a_result_that_says_it_ran(walked):
     assert any("smoke test passed" in r.stdout for r in done)
 
 
+@pytest.mark.slow
 def test_the_isolation_check_passes_with_and_without_a_runner_identity(walked):
     _, _, done = walked
     checks = [result for result in done if "host-check" in result.args[-1]]
