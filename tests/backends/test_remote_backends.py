@@ -312,6 +312,7 @@ def _owners(world, run_ids: dict[str, str]) -> set[str | None]:
     return {row["lease_owner"] for row in rows}
 
 
+@pytest.mark.slow
 def test_a_dispatcher_killed_mid_job_resumes_every_job_without_launching_twice(world):
     """SIGKILL the dispatcher while a job runs on every backend; the restarted one collects them all, once."""
     platform = world.platform
@@ -329,6 +330,7 @@ def test_a_dispatcher_killed_mid_job_resumes_every_job_without_launching_twice(w
     _finish_and_check_once(world, ids, run_ids)
 
 
+@pytest.mark.slow
 def test_another_replica_takes_over_the_jobs_of_a_dead_one(world):
     """Replicas share the queue: when one dies, another claims its runs once their leases lapse and watches the
     jobs already launched, starting none again."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from problems import PROBLEMS_ROOT
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
@@ -67,6 +69,7 @@ def test_test_mode_reports_results(platform):
     assert platform.ranking("identity_py", "cpu") == []
 
 
+@pytest.mark.slow
 def test_a_submission_that_outruns_its_stage_timeout_ends_timed_out_for_the_polling_client(platform):
     from tests.support.platform import identity_board
 

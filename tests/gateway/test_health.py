@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from services.kit.embedded import create_database, drop_database
 from tests.support.platform import Platform
 
@@ -17,6 +19,7 @@ def probe(platform: Platform, path: str) -> tuple[int, dict]:
     return response.status_code, response.json()
 
 
+@pytest.mark.slow
 def test_readiness_follows_nats_and_postgres_and_liveness_does_not(nats_server, postgres_server_url, tmp_path):
     name = f"kb_health_{uuid.uuid4().hex[:12]}"
     gateway = Platform(nats_server.url, create_database(postgres_server_url, name), tmp_path)

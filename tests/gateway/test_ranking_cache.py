@@ -115,6 +115,7 @@ def test_a_ranking_cached_while_public_is_refused_once_the_board_closes(gateway)
     assert cache_hits(gateway) == hits + 1
 
 
+@pytest.mark.slow
 def test_replicas_each_cache_and_each_sees_a_new_best_at_once(gateway, tmp_path):
     replica = Platform(gateway.nats_url, gateway.database_url, tmp_path)
     replica.start("gateway")

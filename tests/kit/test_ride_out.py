@@ -12,6 +12,7 @@ import logging
 import uuid
 
 import nats
+import pytest
 from faststream.nats import NatsRouter
 
 from services.kit.consumer import KitSlot
@@ -72,6 +73,7 @@ async def _receives(app, nats_url: str, subject: str, received: asyncio.Queue) -
         await app.stop()
 
 
+@pytest.mark.slow
 async def test_nats_restarting_while_the_consumers_are_created_does_not_end_the_service(nats_server, database_url):
     watcher = _WhenLogged()
     logging.getLogger("kernelbot.ride_out").addHandler(watcher)

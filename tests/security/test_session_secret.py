@@ -84,6 +84,7 @@ def two_gateways(postgres_server_url, _external_nats_url, tmp_path_factory) -> I
                 other.stop()
 
 
+@pytest.mark.slow
 def test_replicas_with_the_secret_accept_each_others_sessions_and_forms(two_gateways):
     first, second, alone = two_gateways
     cli_id = first.register("replica-user", "replicated")
