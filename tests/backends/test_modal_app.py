@@ -36,7 +36,7 @@ def modal_app(monkeypatch, tmp_path):
     spec.loader.exec_module(module)  # defining a Modal app talks to nobody
     monkeypatch.setattr(module, "launches", ClaimStore())
     # After each run the app removes what appeared in the container's /tmp; this host's /tmp is shared with other
-    # work (tests/security/test_remote_runners.py runs the sweep itself in a private /tmp).
+    # work (tests/security/test_modal_container.py runs the sweep itself in a private /tmp).
     monkeypatch.setattr(module, "SHARED_WRITABLE_DIRS", (str(tmp_path),))
     return module
 
