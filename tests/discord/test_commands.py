@@ -5,7 +5,14 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from tests.discord.wire import Person, option
+import asyncpg
+import httpx
+
+from schemas.events import SubmissionReceived
+from services.core.readmodel import board_reads, submission_reads
+from services.kit.bus import publish_all
+from services.kit.embedded.common import free_port
+from tests.discord.wire import Person, option, start_bot
 from tests.support.fake_discord import FakeDiscord, user_payload
 
 ADMIN_ROLE = "Leaderboard Admin"
@@ -93,7 +100,6 @@ async def test_closed_leaderboard_refuses_discord_submissions(wire):
 
 
 async def _banned(database_url: str, user_id: str) -> bool:
-    import asyncpg
 
     conn = await asyncpg.connect(database_url)
     try:
@@ -129,8 +135,6 @@ async def test_banned_user_is_refused(wire, platform):
 
 
 async def test_admin_stops_and_starts_intake_and_the_read_model_shows_it_at_the_answer(wire, platform):
-    import asyncpg
-
     admin = Person(7017, "admin", roles=(int(wire.fake.role_named(ADMIN_ROLE)["id"]),))
 
     async def accepting() -> bool:
@@ -177,10 +181,6 @@ async def test_read_commands_answer_from_the_read_model(wire):
 
 
 async def test_admin_creates_a_dev_leaderboard_and_deletes_a_submission_after_confirming(wire, platform):
-    from schemas.events import SubmissionReceived
-    from services.core.readmodel import board_reads, submission_reads
-    from services.kit.bus import publish_all
-
     admin = Person(7009, "admin", roles=(int(wire.fake.role_named(ADMIN_ROLE)["id"]),))
     create = wire.interact(admin, "admin", [{"name": "create-dev-leaderboard", "type": 1, "options": [
         option("directory", "examples/identity_py"), option("gpu", "cpu")]}])
@@ -251,11 +251,6 @@ async def test_a_look_alike_admin_role_grants_nothing(wire):
 
 
 async def test_the_bot_serves_health_readiness_and_metrics_like_every_service(fake_discord, platform):
-    import httpx
-
-    from services.kit.embedded.common import free_port
-    from tests.discord.wire import start_bot
-
     port = free_port()
     running = await start_bot(fake_discord, platform.nats_url, platform.database_url, metrics_port=port)
     try:

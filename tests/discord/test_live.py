@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import asyncpg
 import pytest
 
 from problems import PROBLEMS_ROOT
+from schemas.contracts import FullResult
+from schemas.events import RunCompleted, RunStarted, SubmissionFinished
 from services.core.presentation import reports, results
 from services.core.readmodel import submission_reads
-from services.discord import texts
-from tests.discord.wire import Person, eventually, option, start_bot
+from services.discord import repository, texts
+from services.kit import db
+from services.kit.bus import publish_all
+from tests.discord.wire import Person, eventually, old, option, start_bot
 from tests.support.platform import identity_board
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py" / "submission.py"
@@ -19,7 +25,7 @@ async def gateway_reports(database_url: str, submission_id: int, gpus: list[str]
     """The report the gateway gives popcorn-cli for each public run of a submission
     (docs/http-api.md "The streaming submit")."""
     pool = await asyncpg.create_pool(database_url, min_size=1, max_size=2,
-                                     init=__import__("services.kit.db", fromlist=["x"])._init_connection)
+                                     init=db._init_connection)
     try:
         outcomes = results.outcomes(await submission_reads.run_requests(pool, submission_id),
                                     await submission_reads.submission_runs(pool, submission_id), gpus)
@@ -127,13 +133,6 @@ async def test_ambiguous_gpu_is_chosen_from_a_menu(wire, platform):
 
 async def test_long_report_is_cut_under_the_message_limit(wire, platform):
     """A public run whose output is far over 2000 characters arrives in several messages, fences intact."""
-    from datetime import UTC, datetime
-
-    from schemas.contracts import FullResult
-    from schemas.events import RunCompleted, RunStarted
-    from services.discord import repository
-    from services.kit.bus import publish_all
-
     eve = Person(8004, "eve")
     pool = wire.client.ctx.pool
     submission_id = await submission_reads.next_submission_id(pool)
@@ -173,8 +172,6 @@ async def test_long_report_is_cut_under_the_message_limit(wire, platform):
 
 
 async def test_a_new_public_leaderboard_gets_a_forum_post(wire, platform):
-    from services.kit.bus import publish_all
-
     await publish_all(platform.nats_url, [identity_board("fresh_board", ["cpu"])])
     forum = int(wire.layout.forum_channel)
     await eventually(lambda: any(t["name"] == "fresh_board" for t in wire.fake.threads_of(forum)), 20,
@@ -183,11 +180,6 @@ async def test_a_new_public_leaderboard_gets_a_forum_post(wire, platform):
 
 async def test_after_the_token_expires_the_outcome_is_posted_in_the_channel(wire, platform):
     """Interaction tokens live 15 minutes: a later outcome cannot edit the reply, so it goes to the channel."""
-    from schemas.events import SubmissionFinished
-    from services.discord import repository
-    from services.kit.bus import publish_all
-    from tests.discord.wire import old
-
     frank = Person(8005, "frank")
     pool = wire.client.ctx.pool
     submission_id = await submission_reads.next_submission_id(pool)
