@@ -25,11 +25,12 @@ SERVICES = ("gateway", "dispatcher", "scorer", "ledger")
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from schemas.version import platform_version  # noqa: E402 - once the checkout is on sys.path
+from services.cli.service_settings import settings_class  # noqa: E402 - once the checkout is on sys.path
+from services.kit import settings as kit  # noqa: E402 - once the checkout is on sys.path
+
 
 def _settings(service: str):
-    from services.cli.service_settings import settings_class
-    from services.kit import settings as kit
-
     cls = settings_class(service)
     # Explicit values win over KB_* variables: the documented server is the default one, wherever this runs.
     return cls(nats_url=kit.DEFAULT_NATS_URL, database_url=kit.DEFAULT_DATABASE_URL)
@@ -38,8 +39,6 @@ def _settings(service: str):
 def specification(service: str) -> dict[str, Any]:
     """The AsyncAPI document of one service as plain JSON data."""
     from faststream.specification import AsyncAPI
-
-    from schemas.version import platform_version
 
     module = importlib.import_module(f"services.{service}.app")
     app = module.create_app(_settings(service))

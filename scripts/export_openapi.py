@@ -23,12 +23,12 @@ DOCUMENT = ROOT / "docs" / "openapi.json"
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from services.gateway.app import create_app  # noqa: E402 - once the checkout is on sys.path
+from services.gateway.settings import GatewaySettings  # noqa: E402 - once the checkout is on sys.path
+from services.kit import settings as kit  # noqa: E402 - once the checkout is on sys.path
+
 
 def specification() -> dict[str, Any]:
-    from services.gateway.app import create_app
-    from services.gateway.settings import GatewaySettings
-    from services.kit import settings as kit
-
     settings = GatewaySettings(nats_url=kit.DEFAULT_NATS_URL, database_url=kit.DEFAULT_DATABASE_URL)
     return create_app(settings).openapi()
 

@@ -24,11 +24,12 @@ if str(ROOT) not in sys.path:
 
 from pydantic import BaseModel  # noqa: E402
 
+from schemas import contracts  # noqa: E402 - once the checkout is on sys.path
+from schemas.events import CATALOGUE  # noqa: E402 - once the checkout is on sys.path
+
 
 def contract_models() -> list[type[BaseModel]]:
     """Every public pydantic model defined in `schemas.contracts`, in definition order."""
-    from schemas import contracts
-
     return [
         obj
         for name, obj in vars(contracts).items()
@@ -41,8 +42,6 @@ def contract_models() -> list[type[BaseModel]]:
 
 def models() -> dict[str, type[BaseModel]]:
     """Snapshot name -> model: every event of the catalogue and every contract, sorted by name."""
-    from schemas.events import CATALOGUE
-
     found: dict[str, type[BaseModel]] = {}
     for model in (*CATALOGUE, *contract_models()):
         other = found.setdefault(model.__name__, model)

@@ -18,6 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 MARKER = re.compile(r"^<!-- generated: ([a-z-]+) -->[ \t]*$", re.MULTILINE)
 
 
+# The generators import the project late, inside each function: MkDocs loads this file with sys.path as it was and
+# restores it afterwards, so the checkout is importable only once _importable() has run for the page.
+
+
 def _event_catalogue(docs: Path) -> str:
     from docgen import catalogue
     from schemas.envelope import Event
