@@ -28,15 +28,19 @@ BENCHMARK_ITERATION_BASE = 1 << 20
 # iterations) never reaches a multiple of 2**26 (iterations stay below 2**25), so no two inputs share a seed, and
 # 49 items above the warm-up base still stay below 2**32.
 ITEM_STRIDE = 1 << 26
-# The supervisor-side cross-check (docs/authoring.md, "The harness protocol"): a sample is rejected when the time the supervisor measured
-# exceeds the reported one by more than twice the no-op overhead (median of PINGS) plus max(ABS, REL x reported);
-# more than MAX_VIOLATING of the calls rejected fails the case. Twice, because on a busy host the overhead of a
-# request spreads widely (cold caches after each wake-up); for the same reason this CPU harness fails a case only when
-# more than half of its calls are rejected: an honest softmax on a 2-core host running the test suite had 31% of its
-# calls rejected, an honest prefix sum once over 35%. A tighter share buys no safety: a rejected call never counts in
-# the score, so what cheats only some of the time is scored by its honest calls; a patched timer or a side thread
-# hiding its work is rejected on nearly every call, and more than half rejected also ends the case at once (the early
-# out in measure).
+# The supervisor-side cross-check (docs/authoring.md, "The harness protocol"): a sample is rejected when the time the
+# supervisor measured exceeds the reported one by more than the allowance plus max(ABS, REL x reported); more than
+# MAX_VIOLATING of the calls rejected fails the case. The allowance is twice the round trip of a request (the median of
+# PINGS `echo` requests: an input sent and echoed, no kernel) plus once the cache flush every call makes before its
+# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip). Twice the round trip,
+# because on a busy host its cost spreads widely (cold caches after each wake-up); the flush only once, since it is
+# steady work, and doubling it would let a kernel hide as much again (on a CPU host the flush of twice a core's L2
+# costs 50-300 us, more than the tricks that hide a fraction of a millisecond). For the same reason this CPU harness
+# fails a case only when more than half of its calls are rejected: an honest softmax on a 2-core host running the
+# test suite had 31% of its calls rejected, an honest prefix sum once over 35%. A tighter share buys no safety: a
+# rejected call never counts in the score, so what cheats only some of the time is scored by its honest calls; a
+# patched timer or a side thread hiding its work is rejected on nearly every call, and more than half rejected also
+# ends the case at once (the early out in measure).
 PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.5
 OVERHEAD_CAP_NS = 2_000_000
 
@@ -91,34 +95,41 @@ def warm_up(request, case: dict) -> None:
 
 
 class Overhead:
-    """The no-op overhead of one request for this case: the median of the latest PINGS pings (inputs never used
-    again), capped so that a worker slowing its pings down cannot buy itself room.
+    """The allowance of one request for this case (see the cross-check above): from the latest PINGS `echo` requests
+    (the round trip) and `ping` requests (the round trip and the flush), each median capped so that a worker slowing
+    its requests down cannot buy itself room.
 
-    Calibrated before the timed calls, and pinged again after each call the cross-check rejects: a host that became
-    busier since the calibration (another job starting on a shared machine) makes every request cost more, pings
-    included, and an honest call must not be blamed for it. A call that hid work stays rejected, since its pings
-    cost what they did; slowing the pings down on purpose buys at most the cap, as at calibration."""
+    Calibrated before the timed calls, and both kinds sent again after each call the cross-check rejects: a host that
+    became busier since the calibration (another job starting on a shared machine) makes every request cost more,
+    pings included, and an honest call must not be blamed for it. A call that hid work stays rejected, since its
+    pings cost what they did; slowing the pings down on purpose buys at most the caps, as at calibration."""
 
     def __init__(self, request, case: dict) -> None:
-        self._request, self._case, self._pinged, self._windows = request, case, 0, []
+        self._request, self._case, self._pinged = request, case, 0
+        self._windows: dict[str, list[int]] = {"echo": [], "ping": []}
         for _ in range(PINGS):
             self.ping()
 
     def ping(self) -> None:
-        ok, _, measured = self._request("ping", self._case, WARM_UP_ITERATION_BASE - 1 - self._pinged)
-        self._pinged += 1
-        if ok:
-            self._windows = [*self._windows, window(measured)][-PINGS:]
+        for kind, windows in self._windows.items():
+            ok, _, measured = self._request(kind, self._case, WARM_UP_ITERATION_BASE - 1 - self._pinged)
+            self._pinged += 1
+            if ok:
+                self._windows[kind] = [*windows, window(measured)][-PINGS:]
+
+    def median(self, kind: str) -> int:
+        ordered = sorted(self._windows[kind])
+        return min(ordered[len(ordered) // 2] if ordered else OVERHEAD_CAP_NS, OVERHEAD_CAP_NS)
 
     @property
     def ns(self) -> int:
-        ordered = sorted(self._windows)
-        return min(ordered[len(ordered) // 2] if ordered else OVERHEAD_CAP_NS, OVERHEAD_CAP_NS)
+        trip = self.median("echo")
+        return 2 * trip + max(self.median("ping") - trip, 0)
 
 
-def hides_work(measured: dict, elapsed: int, overhead: int) -> bool:
+def hides_work(measured: dict, elapsed: int, allowance: int) -> bool:
     """The cross-check: the supervisor saw the request take longer than the reported time allows."""
-    return window(measured) - elapsed > 2 * overhead + max(CROSS_CHECK_ABS_NS, CROSS_CHECK_REL * elapsed)
+    return window(measured) - elapsed > allowance + max(CROSS_CHECK_ABS_NS, CROSS_CHECK_REL * elapsed)
 
 
 def window(measured: dict) -> int:

@@ -159,7 +159,7 @@ class Harness:
             prefix = f"rank {rank} - " if world_size > 1 else ""
             if header.get("error"):
                 return False, prefix + str(header["error"]), {}
-            if kind == "ping":
+            if kind in ("ping", "echo"):
                 continue
             try:
                 output = unpack(self.torch, header, body)
@@ -178,7 +178,7 @@ class Harness:
     def batch_count(self, kind: str, case: dict, first) -> int:
         """Inputs per request: 1, or the batch rule's count for this case in a timed stage (pings carry the same
         batch as calls, so the calibrated overhead includes moving it)."""
-        if not self.batching or kind not in ("call", "ping"):
+        if not self.batching or kind not in ("call", "ping", "echo"):
             return 1
         key = repr(sorted(case.items()))
         if key not in self.batch_counts:

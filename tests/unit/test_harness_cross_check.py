@@ -10,6 +10,9 @@ import pytest
 from problems import PROBLEMS_ROOT
 
 KERNEL_NS, PING_NS, BUSY_NS, HIDDEN_NS = 100_000, 50_000, 400_000, 400_000
+# A CPU host's cache flush before each call (twice a core's L2) and work a kernel hides, both a fraction of a
+# millisecond: the hidden work is more than the round trip and the margin, less than a second flush.
+FLUSH_NS, SMALL_HIDDEN_NS = 300_000, 200_000
 
 
 @pytest.fixture(scope="module")
@@ -23,31 +26,32 @@ def measure_module():
 
 class ScriptedWorker:
     """Answers the supervisor's requests as `harness_supervisor.Harness.request` does: each request costs the worker
-    `extra` CPU outside the kernel, plus `hidden` on calls (work the kernel left for after its timer stopped)."""
+    `extra` CPU outside the kernel, plus `flush` on every request but an echo (the cache flush before a call), plus
+    `hidden` on calls (work the kernel left for after its timer stopped)."""
 
-    def __init__(self, busy_after_pings: int | None = None, hidden: int = 0) -> None:
-        self.busy_after_pings, self.hidden, self.pings, self.calls = busy_after_pings, hidden, 0, 0
+    def __init__(self, busy_after_pings: int | None = None, hidden: int = 0, flush: int = 0) -> None:
+        self.busy_after_pings, self.hidden, self.flush, self.pings, self.calls = busy_after_pings, hidden, flush, 0, 0
 
-    def extra(self) -> int:
+    def extra(self, kind: str) -> int:
         busy = self.busy_after_pings is not None and self.pings >= self.busy_after_pings
-        return PING_NS + (BUSY_NS if busy else 0)
+        return PING_NS + (BUSY_NS if busy else 0) + (0 if kind == "echo" else self.flush)
 
     def __call__(self, kind: str, case: dict, iteration: int, timed: bool = False):
-        if kind == "ping":
+        if kind in ("ping", "echo"):
             self.pings += 1
-            cost = self.extra()
+            cost = self.extra(kind)
             return True, "", {"ns": 0, "wall": cost, "cpu": cost, "inputs": 1}
         self.calls += 1
-        cost = KERNEL_NS + self.extra() + self.hidden
+        cost = KERNEL_NS + self.extra(kind) + self.hidden
         return True, "", {"ns": KERNEL_NS, "wall": cost, "cpu": cost, "inputs": 1}
 
 
 def test_an_honest_call_on_a_host_that_got_busier_after_the_calibration_is_not_blamed(measure_module):
-    worker = ScriptedWorker(busy_after_pings=measure_module.PINGS)  # every request costs more once calibrated
+    worker = ScriptedWorker(busy_after_pings=2 * measure_module.PINGS)  # every request costs more once calibrated
     samples, error, violating = measure_module.measure(worker, "benchmark", {})
     assert error == "" and samples and set(samples) == {KERNEL_NS}
     assert violating <= measure_module.PINGS // 2 + 1  # until the latest pings' median caught up with the host
-    assert worker.pings > measure_module.PINGS  # pinged again after rejected calls
+    assert worker.pings > 2 * measure_module.PINGS  # pinged again after rejected calls
 
 
 def test_a_call_hiding_work_stays_rejected_however_often_the_host_is_pinged(measure_module):
@@ -60,4 +64,17 @@ def test_a_call_hiding_work_stays_rejected_however_often_the_host_is_pinged(meas
 def test_a_steady_host_is_calibrated_once(measure_module):
     worker = ScriptedWorker()
     samples, error, violating = measure_module.measure(worker, "benchmark", {})
-    assert error == "" and violating == 0 and worker.pings == measure_module.PINGS and samples
+    assert error == "" and violating == 0 and worker.pings == 2 * measure_module.PINGS and samples  # both kinds
+
+
+def test_an_honest_call_that_flushes_a_large_cache_first_is_not_blamed(measure_module):
+    worker = ScriptedWorker(flush=FLUSH_NS)
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert error == "" and violating == 0 and set(samples) == {KERNEL_NS}
+
+
+def test_the_cache_flush_is_allowed_once_so_it_gives_a_kernel_no_room_to_hide_work(measure_module):
+    """The flush is in every call's window; doubling it with the round trip would let this kernel pass."""
+    worker = ScriptedWorker(flush=FLUSH_NS, hidden=SMALL_HIDDEN_NS)
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert samples == [] and error.startswith("unsynchronized work or timer tampering detected")
