@@ -23,6 +23,7 @@ from services.discord.delivery import Delivery, Layout
 from services.discord.layout import ensure_layout
 from services.discord.settings import DiscordSettings
 from services.kit import metrics
+from services.kit.bus import stop_broker
 from services.kit.consumer import Kit, KitSlot
 from services.kit.leader import await_redeliveries
 from services.kit.runtime import ordered_batch_consumer, service_broker, start_kit, stop_kit
@@ -108,7 +109,7 @@ class KernelBotClient(discord.Client):
         if self.ctx.position is not None:
             await self.ctx.position.stop()
         if self.ctx.broker is not None:
-            await self.ctx.broker.stop()
+            await stop_broker(self.ctx.broker)
         if self.kit is not None:
             await stop_kit(self.kit)
             self.slot.fill(None)

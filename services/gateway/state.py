@@ -18,7 +18,7 @@ from services.gateway.hf_schedule import ExportSchedule
 from services.gateway.settings import GatewaySettings
 from services.gateway.submitting.waiter import ProjectionWaiter
 from services.kit import metrics_repository
-from services.kit.bus import declare_streams
+from services.kit.bus import declare_streams, stop_broker
 from services.kit.db import apply_migrations, create_pool
 from services.kit.listener import Listener
 from services.kit.ride_out import through_outage
@@ -82,13 +82,15 @@ class GatewayState:
             self._schedule.start()
 
     async def stop(self) -> None:
-        await self.standings_cache.stop()
-        if self._schedule is not None:
-            await self._schedule.stop()
-        await self.position.stop()
-        self.waiter.stop()  # held polls are answered with what there is, not cut off
-        if self._listener is not None:
-            await self._listener.stop()
-        await self.broker.stop()
-        if self._pool is not None:
-            await self._pool.close()
+        try:
+            await self.standings_cache.stop()
+            if self._schedule is not None:
+                await self._schedule.stop()
+            await self.position.stop()
+            self.waiter.stop()  # held polls are answered with what there is, not cut off
+            if self._listener is not None:
+                await self._listener.stop()
+            await stop_broker(self.broker)
+        finally:  # whatever failed above, a stopped replica must not keep its database connections
+            if self._pool is not None:
+                await self._pool.close()

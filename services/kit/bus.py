@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from faststream.nats import JStream, NatsBroker
+from nats.errors import ConnectionClosedError, ConnectionReconnectingError
 from nats.js.api import RetentionPolicy, StorageType
 
 from schemas.envelope import Event
@@ -71,6 +72,18 @@ def make_broker(url: str, *, middlewares: tuple = (), log_level: str = "WARNING"
         max_reconnect_attempts=-1,
         reconnect_time_wait=0.5,  # type: ignore[arg-type]  # seconds, a float in nats-py; FastStream says int
     )
+
+
+async def stop_broker(broker: NatsBroker) -> None:
+    """Stop a broker, its connection to NATS included, even while NATS is away. FastStream's stop drains the
+    connection, which nats-py refuses while it reconnects; the connection is then closed without draining (there
+    is no server to flush to), so the process can go on releasing what it holds after it."""
+    try:
+        await broker.stop()
+    except (ConnectionReconnectingError, ConnectionClosedError):
+        connection = await broker.connect()  # the connection that refused to drain: connect() returns the one held
+        if not connection.is_closed:
+            await connection.close()
 
 
 async def declare_streams(broker: NatsBroker) -> None:
