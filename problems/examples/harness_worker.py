@@ -130,7 +130,7 @@ class Worker:
         self.torch, self.kernel, self.rank, self.world_size = torch, kernel, rank, world_size
         self.outputs: list = []  # input paths the current request may return (declared output buffers)
         self.batch = False  # the current request is a batch: a list of inputs, one kernel call each, one window
-        self.flush_buffer = None
+        self.flush_buffer = self.cpu_flush_buffer = None
         # Poll for requests between calls (wait_for_request): a single worker whose last input was on the CPU.
         # Ranks of a multi-process group do not: several polling processes would crowd a small host's cores.
         self.spins = False
@@ -156,10 +156,10 @@ class Worker:
         """The same rule on a CPU: write twice a core's L2 before the call, so the inputs the worker has just
         unpacked (and so written) come from the shared last-level cache, as a GPU kernel's come from device memory
         after the L2 flush. Without it a CPU kernel's time depended on its inputs still sitting in the core's own
-        cache, and the stock harnesses' CPU stand-ins, which flush, scored the same kernel about 12% slower."""
-        if self.flush_buffer is None:
-            self.flush_buffer = self.torch.empty(2 * cpu_l2_bytes(), dtype=self.torch.int8)
-        self.flush_buffer.fill_(1)
+        cache, and the stock harnesses' CPU stand-ins, which flush, scored the same kernel about 11% slower."""
+        if self.cpu_flush_buffer is None:
+            self.cpu_flush_buffer = self.torch.empty(2 * cpu_l2_bytes(), dtype=self.torch.int8)
+        self.cpu_flush_buffer.fill_(1)
 
     def barrier(self) -> None:
         if self.world_size > 1:
