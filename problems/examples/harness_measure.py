@@ -32,10 +32,10 @@ ITEM_STRIDE = 1 << 26
 # supervisor measured exceeds the reported one by more than the allowance plus max(ABS, REL x reported); more than
 # MAX_VIOLATING of the calls rejected fails the case. The allowance is twice the round trip of a request (the median of
 # PINGS `echo` requests: an input sent and echoed, no kernel) plus once the cache flush every call makes before its
-# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip). Twice the round trip,
-# because on a busy host its cost spreads widely (cold caches after each wake-up); the flush only once, since it is
-# steady work, and doubling it would let a kernel hide as much again (on a CPU host the flush of twice a core's L2
-# costs 50-300 us, more than the tricks that hide a fraction of a millisecond). For the same reason this CPU harness
+# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip; on a CPU nothing is
+# flushed and the two are alike). Twice the round trip, because on a busy host its cost spreads widely (cold caches
+# after each wake-up); the flush only once, since it is steady work, and doubling it would let a kernel hide as much
+# again. For the same reason as the doubled round trip, this CPU harness
 # fails a case only when more than half of its calls are rejected: an honest softmax on a 2-core host running the
 # test suite had 31% of its calls rejected, an honest prefix sum once over 35%. A tighter share buys no safety: a
 # rejected call never counts in the score, so what cheats only some of the time is scored by its honest calls; a
@@ -95,27 +95,30 @@ def warm_up(request, case: dict) -> None:
 
 
 class Overhead:
-    """The allowance of one request for this case (see the cross-check above): from the latest PINGS `echo` requests
-    (the round trip) and `ping` requests (the round trip and the flush), each median capped so that a worker slowing
-    its requests down cannot buy itself room.
+    """The allowance of one request for this case (see the cross-check above): from the latest PINGS `ping` requests
+    (the round trip, and the flush where calls flush) and, where they flush (the supervisor's measurement says
+    `flushed`: on a GPU), as many `echo` requests (the round trip alone); each median capped so that a worker slowing
+    its requests down cannot buy itself room. Where nothing is flushed it is twice the pings' median: an echo would
+    cost what a ping does, and the difference of two noisy medians would only widen the allowance.
 
-    Calibrated before the timed calls, and both kinds sent again after each call the cross-check rejects: a host that
-    became busier since the calibration (another job starting on a shared machine) makes every request cost more,
-    pings included, and an honest call must not be blamed for it. A call that hid work stays rejected, since its
-    pings cost what they did; slowing the pings down on purpose buys at most the caps, as at calibration."""
+    Calibrated before the timed calls, and pinged again after each call the cross-check rejects: a host that became
+    busier since the calibration (another job starting on a shared machine) makes every request cost more, pings
+    included, and an honest call must not be blamed for it. A call that hid work stays rejected, since its pings
+    cost what they did; slowing the pings down on purpose buys at most the caps, as at calibration."""
 
     def __init__(self, request, case: dict) -> None:
-        self._request, self._case, self._pinged = request, case, 0
-        self._windows: dict[str, list[int]] = {"echo": [], "ping": []}
+        self._request, self._case, self._pinged, self._flushed = request, case, 0, False
+        self._windows: dict[str, list[int]] = {"ping": [], "echo": []}
         for _ in range(PINGS):
             self.ping()
 
     def ping(self) -> None:
-        for kind, windows in self._windows.items():
+        for kind in ("ping", "echo") if self._flushed else ("ping",):
             ok, _, measured = self._request(kind, self._case, WARM_UP_ITERATION_BASE - 1 - self._pinged)
             self._pinged += 1
             if ok:
-                self._windows[kind] = [*windows, window(measured)][-PINGS:]
+                self._windows[kind] = [*self._windows[kind], window(measured)][-PINGS:]
+                self._flushed = self._flushed or measured.get("flushed") is True
 
     def median(self, kind: str) -> int:
         ordered = sorted(self._windows[kind])
@@ -123,6 +126,8 @@ class Overhead:
 
     @property
     def ns(self) -> int:
+        if not self._windows["echo"]:
+            return 2 * self.median("ping")
         trip = self.median("echo")
         return 2 * trip + max(self.median("ping") - trip, 0)
 

@@ -173,7 +173,7 @@ class Harness:
         if not isinstance(reported, int) or reported < 0:
             return False, "the worker reported no time", {}
         return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", ""),
-                          "inputs": count}
+                          "inputs": count, "flushed": self.timer == CUDA_TIMER}  # the worker flushes L2 on a GPU
 
     def batch_count(self, kind: str, case: dict, first) -> int:
         """Inputs per request: 1, or the batch rule's count for this case in a timed stage (pings carry the same

@@ -74,39 +74,6 @@ def buffers(torch, data, paths: list) -> set[int]:
     return found
 
 
-def cpu_l2_bytes() -> int:
-    """The size of a core's L2 (Linux's sysfs), or 4 MiB where it cannot be read."""
-    base = "/sys/devices/system/cpu/cpu0/cache"
-    try:
-        for index in sorted(os.listdir(base)):
-            with open(f"{base}/{index}/level") as level, open(f"{base}/{index}/type") as kind, \
-                    open(f"{base}/{index}/size") as size:
-                if level.read().strip() == "2" and kind.read().strip() in ("Unified", "Data"):
-                    text = size.read().strip().upper()
-                    scale = {"K": 1 << 10, "M": 1 << 20}.get(text[-1:], 1)
-                    return int(text.rstrip("KM")) * scale
-    except (OSError, ValueError):
-        pass
-    return 4 << 20
-
-
-# How long a worker timing on the CPU polls for the next request before it blocks (see wait_for_request).
-SPIN_SECONDS = 0.005
-
-
-def wait_for_request(fd: int) -> None:
-    """Poll the request pipe for up to SPIN_SECONDS, yielding the core to anything else that wants it, so that the
-    core the next call runs on has not just woken from idle: between two calls the supervisor checks an output and
-    generates the next input, and a worker that slept through it ran an honest CPU kernel about 10 us slower (cold
-    core) than a process that never sleeps, like the stock harnesses' pool process. Past the spin it blocks as
-    before; the supervisor's windows start at the request, so the polling is never in a sample."""
-    import select
-
-    deadline = _TIME_FUNCTIONS["monotonic"]() + SPIN_SECONDS
-    while not select.select([fd], [], [], 0)[0] and _TIME_FUNCTIONS["monotonic"]() < deadline:
-        os.sched_yield()
-
-
 _CUDART: list = []  # the CUDA runtime torch loaded (None where there is none), found on first use
 
 
@@ -130,10 +97,7 @@ class Worker:
         self.torch, self.kernel, self.rank, self.world_size = torch, kernel, rank, world_size
         self.outputs: list = []  # input paths the current request may return (declared output buffers)
         self.batch = False  # the current request is a batch: a list of inputs, one kernel call each, one window
-        self.flush_buffer = self.cpu_flush_buffer = None
-        # Poll for requests between calls (wait_for_request): a single worker whose last input was on the CPU.
-        # Ranks of a multi-process group do not: several polling processes would crowd a small host's cores.
-        self.spins = False
+        self.flush_buffer = None
 
     def cuda_device(self, data):
         """The device of the first CUDA tensor in the input (nested: a batch is a list of inputs), else None."""
@@ -152,15 +116,6 @@ class Worker:
             self.flush_buffer = self.torch.empty(2 * l2, dtype=self.torch.int8, device=device)
         self.flush_buffer.zero_()
 
-    def flush_cpu_caches(self) -> None:
-        """The same rule on a CPU: write twice a core's L2 before the call, so the inputs the worker has just
-        unpacked (and so written) come from the shared last-level cache, as a GPU kernel's come from device memory
-        after the L2 flush. Without it a CPU kernel's time depended on its inputs still sitting in the core's own
-        cache, and the stock harnesses' CPU stand-ins, which flush, scored the same kernel about 11% slower."""
-        if self.cpu_flush_buffer is None:
-            self.cpu_flush_buffer = self.torch.empty(2 * cpu_l2_bytes(), dtype=self.torch.int8)
-        self.cpu_flush_buffer.fill_(1)
-
     def barrier(self) -> None:
         if self.world_size > 1:
             self.torch.distributed.barrier()
@@ -168,14 +123,11 @@ class Worker:
     def run(self, kind: str, data) -> tuple[dict, object]:
         torch = self.torch
         device = self.cuda_device(data)
-        self.spins = device is None and self.world_size == 1
         flush = kind != "echo"  # an echo times the round trip alone (harness_measure.Overhead)
         if device is not None:
             if flush:
                 self.flush_l2(device)
             torch.cuda.synchronize(device)
-        elif flush:
-            self.flush_cpu_caches()
         self.barrier()
         if kind in ("ping", "echo"):  # the input goes back: its encoding stands in for the output's in the calibration
             return {"kind": "done", "ns": 0}, data
@@ -268,8 +220,6 @@ def serve(requests: int, replies: int) -> int:
     gc.disable()
     write_frame(replies, {"kind": "ready"})
     while True:
-        if worker.spins:
-            wait_for_request(requests)
         header, body = read_frame(requests, 1 << 40)
         if header.get("kind") == "exit":
             return 0

@@ -87,7 +87,7 @@ def test_cycles_a_kernel_leaves_are_freed_between_calls(harness_modules, tmp_pat
             header, reply_body = replies[0]
             assert not header.get("error") and wire.unpack(torch, header, reply_body).tolist() == [2.0] * 256
 
-        for _ in range(5):  # the worker's own buffers (the cache flush's among them) exist from here on
+        for _ in range(5):  # the worker's own buffers exist from here on
             call()
         before = resident_bytes(pid)
         for _ in range(CALLS):
