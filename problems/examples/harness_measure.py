@@ -35,12 +35,12 @@ ITEM_STRIDE = 1 << 26
 # kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip; on a CPU nothing is
 # flushed and the two are alike). Twice the round trip, because on a busy host its cost spreads widely (cold caches
 # after each wake-up); the flush only once, since it is steady work, and doubling it would let a kernel hide as much
-# again. For the same reason as the doubled round trip, this CPU harness
-# fails a case only when more than half of its calls are rejected: an honest softmax on a 2-core host running the
-# test suite had 31% of its calls rejected, an honest prefix sum once over 35%. A tighter share buys no safety: a
-# rejected call never counts in the score, so what cheats only some of the time is scored by its honest calls; a
-# patched timer or a side thread hiding its work is rejected on nearly every call, and more than half rejected also
-# ends the case at once (the early out in measure).
+# again. For the same reason as the doubled round trip, this CPU harness fails a case only when more than half of
+# its calls are rejected: an honest softmax on a 2-core host running the test suite had 31% of its calls rejected,
+# an honest prefix sum once over 35%. A tighter share buys no safety: a rejected call never counts in the score, so
+# what cheats only some of the time is scored by its honest calls; a patched timer or a side thread hiding its work
+# is rejected on nearly every call, and more than half rejected also ends the case at once (the early out in
+# measure).
 PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.5
 OVERHEAD_CAP_NS = 2_000_000
 
