@@ -105,6 +105,8 @@ def read_cases(path: str) -> list[tuple[str, dict]]:
 
 
 def import_torch_and_wire():
+    """Torch and the worker machinery (harness_group imports the worker), imported only once the arguments and
+    the case file were read: a usage error or a bad case file is answered without torch's seconds of start-up."""
     import warnings
 
     # CPU torch wheels warn on every import when numpy is absent; that noise would fill every report's stderr.

@@ -47,6 +47,8 @@ class Harness:
                  world_size: int):
         import torch
 
+        # Late: eval.py forks the first worker before it builds the Harness, and that worker must not hold
+        # reference.py in its memory (docs/authoring.md, rule 3).
         import reference
 
         self.torch, self.wire = torch, wire

@@ -43,8 +43,6 @@ async def test_first_start_lays_out_the_server_and_syncs_commands(wire):
         o["name"] for o in board["options"]}
 
     # a second start finds everything and creates nothing twice
-    from tests.discord.wire import start_bot
-
     def counts():
         return sum(1 for c in fake.channels.values() if c["type"] not in (11, 12)), len(fake.roles)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from problems import PROBLEMS_ROOT
+from tests.support.platform import identity_board
 
 VECTORADD = PROBLEMS_ROOT / "examples" / "vectoradd_py"
 
@@ -71,8 +72,6 @@ def test_test_mode_reports_results(platform):
 
 @pytest.mark.slow
 def test_a_submission_that_outruns_its_stage_timeout_ends_timed_out_for_the_polling_client(platform):
-    from tests.support.platform import identity_board
-
     board = identity_board("slow_identity", ["cpu"])
     platform.add_boards(board.model_copy(update={"task": board.task.model_copy(update={"test_timeout": 4})}))
     dave = platform.register("1004", "dave")

@@ -33,6 +33,8 @@ def custom_kernel(data):
 
 @pytest.fixture(scope="module")
 def harness_modules():
+    # The harness's modules import each other by bare name, as they do in a run directory: importable only once
+    # their folder is on sys.path, and taken off it again so no other test imports them by accident.
     sys.path.insert(0, str(EXAMPLES))
     try:
         import harness_group
