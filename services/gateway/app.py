@@ -6,6 +6,7 @@ import gc
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.types import Receive, Scope, Send
 
 from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
@@ -16,6 +17,7 @@ from services.gateway.edge import errors, openapi
 from services.gateway.edge.middleware import CollapseLeadingSlashes, LimitRequestBody
 from services.gateway.edge.ratelimit import Limits
 from services.gateway.fastpaths import polls
+from services.gateway.fastpaths.base import FastPathFront
 from services.gateway.fastpaths.polls import PollFastPath
 from services.gateway.fastpaths.rankings import RankingFastPath
 from services.gateway.routes import (
@@ -37,6 +39,17 @@ from services.kit import metrics
 from services.kit.bus import document_publishers, make_broker
 
 
+class Gateway(FastAPI):
+    """FastAPI with the fast paths in front of its whole middleware stack (fastpaths/base.py says why)."""
+
+    front: FastPathFront | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.front is not None and await self.front.answered(scope, send):
+            return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     broker = make_broker(settings.nats_url, log_level=settings.log_level)
@@ -56,7 +69,7 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
         finally:
             await state.stop()
 
-    app = FastAPI(title="KernelBot", version=platform_version(), lifespan=lifespan,
+    app = Gateway(title="KernelBot", version=platform_version(), lifespan=lifespan,
                   description="popcorn-cli compatible API of KernelBot (docs/http-api.md).")
     app.state.gateway = state  # read only by services/gateway/deps.py
     errors.install(app)
@@ -66,9 +79,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
                    auth.router, pages.router, runner_payloads.router, profile.router, stream.router):
         app.include_router(router)
     openapi.install(app)
+    # A public ranking, and popcorn-cli's poll of a submission that is not held, before anything else.
+    app.front = FastPathFront(state, [RankingFastPath(state), PollFastPath(state)])
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
-    app.add_middleware(PollFastPath, state=state)  # popcorn-cli's poll of a submission that is not held
-    app.add_middleware(RankingFastPath, state=state)  # sees the cleaned URL, and only ever answers a public ranking
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)
     metrics.install_http(app, state.dependencies_answer)  # /metrics, /ready and request latency by route, outermost

@@ -138,3 +138,32 @@ def test_replicas_each_cache_and_each_sees_a_new_best_at_once(gateway, tmp_path)
             assert [r["submission_id"] for r in moved.json()] == [first, second]
     finally:
         replica.stop()
+
+
+def request_count(platform, route: str, status: int) -> float:
+    text = platform.http.get("/metrics").text
+    pattern = (r'^kb_http_request_seconds_count\{method="GET",route="' + re.escape(route) + r'",status="'
+               + str(status) + r'"\} ([0-9.e+]+)$')
+    found = re.search(pattern, text, flags=re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_ranking_answered_in_front_of_the_middleware_is_counted_and_kept_clean(gateway):
+    """The fast paths run before the application's middleware: their answers still count under the route's
+    template, and a URL that middleware cleans or refuses is still cleaned or refused."""
+    board = fresh_board(gateway, "front")
+    _, cli_id = new_user(gateway)
+    ranked(gateway, board, cli_id)
+    route = "/submissions/{leaderboard}/{gpu}"
+    before = request_count(gateway, route, 200)
+    for _ in range(3):
+        assert gateway.http.get(f"/submissions/{board}/null?limit=20").status_code == 200
+    assert request_count(gateway, route, 200) == before + 3
+
+    plain = gateway.http.get(f"/submissions/{board}/null?limit=20").json()
+    doubled = gateway.http.get(f"{gateway.url}//submissions/{board}/null?limit=20")  # full URL: test_public_routes.py
+    assert doubled.status_code == 200 and doubled.json() == plain
+    for url in (f"/submissions/{board}%00/null", f"/submissions/{board}/null?limit=20&x=%00"):
+        refused = gateway.http.get(url)
+        assert refused.status_code == 400
+        assert refused.json() == {"detail": "Invalid request: the URL contains a NUL character"}

@@ -1,9 +1,9 @@
 """The hot path of a public board's ranking and count: answered from the standings cache before routing.
 
 Near a deadline everyone refreshes the same rankings; FastAPI's routing and dependency solving cost more than the
-answer itself. This middleware serves a GET of a public board's ranking or count on one of its GPUs, with well-formed
+answer itself. This fast path serves a GET of a public board's ranking or count on one of its GPUs, with well-formed
 parameters: from the cache, from the render in flight, or by rendering it once for everyone waiting (or a 304 when the
-client holds the current ETag). Everything else (a closed board, an error of any kind) goes on to the routes in
+client holds the current ETag). It runs in front of the application's middleware (base.py). Everything else (a closed board, an error of any kind) goes on to the routes in
 services/gateway/routes/leaderboards.py, which check access and use the same cache.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Scope, Send
+from starlette.types import Scope, Send
 
 from services.core.readmodel import board_reads
 from services.gateway.fastpaths.base import FastPath, header
@@ -52,8 +52,8 @@ def variant(kind: str, query_string: bytes) -> Hashable | None:
 
 
 class RankingFastPath(FastPath):
-    def __init__(self, app: ASGIApp, state: GatewayState) -> None:
-        super().__init__(app, state)
+    def __init__(self, state: GatewayState) -> None:
+        super().__init__(state)
         self._boards = Coalesced(lambda name, gpu: board_reads.board_standing(state.pool, name, gpu))
 
     async def answered(self, scope: Scope, send: Send) -> bool:
