@@ -28,9 +28,10 @@ async def _keep_session(_conn: asyncpg.Connection) -> None:
 
 
 async def create_pool(url: str, size: int = 8, *, reset_sessions: bool = True) -> asyncpg.Pool:
-    """A pool that serves its waiters in arrival order (fair_pool.py). `reset_sessions=False` for a reader that never
-    changes session state (no SET, LISTEN or advisory lock on a pooled connection): it saves a round trip on every
-    release."""
+    """A pool that serves its waiters in arrival order (fair_pool.py). `reset_sessions=False` for a process that never
+    changes session state on a pooled connection (no SET but SET LOCAL, no LISTEN, no session advisory lock; the
+    house rules check the services' SQL for them): it saves a round trip on every release, one per transaction of a
+    consumer."""
     return await fair_pool(url, min_size=1, max_size=size, init=_init_connection,
                            reset=None if reset_sessions else _keep_session)
 

@@ -98,7 +98,8 @@ async def start_kit(broker: NatsBroker, settings: ServiceSettings) -> Kit:
     """Prepare everything a consumer needs before its subscriptions start; the steps that need NATS, the
     subscriptions' creation included, wait through an outage (services.kit.ride_out)."""
     await asyncio.to_thread(apply_migrations, settings.database_url)
-    pool = await create_pool(settings.database_url, settings.pool_size)
+    # handlers keep to transaction-scoped state (SET LOCAL, xact locks): no reset round trip per transaction
+    pool = await create_pool(settings.database_url, settings.pool_size, reset_sessions=False)
     await through_outage(broker.connect, "connecting to NATS")
     await through_outage(lambda: declare_streams(broker), "declaring the streams")
     patient_subscriptions(broker)
