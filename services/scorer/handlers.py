@@ -189,9 +189,10 @@ async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:
 async def apply_score_computed(conn, event: ScoreComputed) -> list[Event]:
     """Every published score joins the best table, so that the next rank change is measured against it: an imported
     history's scores (`kernelbot import-upstream`) arrive only this way; the scorer's own are there already (recording
-    keeps the first). History announces nothing: no rank change is emitted."""
+    keeps the first, and then nothing moves). A score only adds, so this costs the same whatever the user's history
+    (best_repository.improve). History announces nothing: no rank change is emitted."""
     await repository.lock_submission(conn, event.submission_id)  # in turn with its acceptance (apply_accepted)
-    await best_repository.refresh(conn, await best_repository.record(conn, [event]))
+    await best_repository.improve(conn, event)
     return []
 
 
