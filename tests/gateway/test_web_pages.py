@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.core.rules.noise import Interval, score_interval, ties_with_above
+from services.core.rules.noise import Interval, Noise, score_interval, ties_with_above
+from services.gateway.web import ranking_rows as table
 from services.gateway.web.charts import Attempt, best_over_time, records
 from services.gateway.web.stats import format_seconds
 from tests.support.platform import Platform, identity_board
@@ -230,3 +231,19 @@ def test_the_plot_steps_down_at_records_and_escapes_names():
     assert svg.count("<circle") == 3 and svg.count('class="record"') == 2
     assert "<script>" not in svg and "&lt;script&gt;" in svg
     assert str(best_over_time([], t0)) == ""
+
+
+def test_the_ranking_rows_escape_names_mark_ties_and_build_an_entry_once():
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    rows = [{"rank": 1, "user_name": "speedy", "score": 3e-6, "submitted_at": t0, "file_name": "a.py"},
+            {"rank": 2, "user_name": HOSTILE, "score": 4e-6, "submitted_at": t0, "file_name": "<b>.py"}]
+    noise = [Noise(Interval(2.9e-6, 3.1e-6), False), Noise(Interval(3.0e-6, 5e-6), True)]
+    html = str(table.ranking_rows(rows, noise))
+    assert html.count('<tr class="entry">') == 2 and html.count("≈ tie") == 1
+    assert "<script>" not in html and "&lt;script&gt;" in html and "&lt;b&gt;.py" in html
+    assert '<td class="num interval">2.9 µs – 3.1 µs</td>' in html
+    built = table._cells.cache_info().misses
+    moved = [{**rows[1], "rank": 1}, {**rows[0], "rank": 2}]  # the same two entries at new places
+    again = str(table.ranking_rows(moved, [noise[1], Noise(noise[0].interval, True)]))
+    assert table._cells.cache_info().misses == built  # nothing built again but the ranks
+    assert again.index("&lt;script&gt;") < again.index("speedy")

@@ -21,6 +21,8 @@ from services.core.rules.noise import ranking_noise
 from services.gateway.deps import Cache, Pool, User
 from services.gateway.web import csrf, pages_repository, render
 from services.gateway.web.charts import Attempt, best_over_time
+from services.gateway.web.ranking_rows import ranking_rows
+from services.gateway.web.ranking_rows import shown as _shown
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
 from services.gateway.web.stats import format_seconds
 
@@ -45,10 +47,6 @@ def page(request: Request, template: str, status: int = 200, **context: object) 
 def forged(request: Request) -> HTMLResponse:
     return page(request, "message.html", 403, viewer=None, heading="Form expired",
                 message="This form was not sent from this site's own page. Reload the page and try again.")
-
-
-def _shown(moment: datetime | None) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "—"
 
 
 async def viewer(request: Request, pool: Pool, kb_session: Annotated[str | None, Cookie()] = None) -> User | None:
@@ -130,14 +128,9 @@ async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], 
     (and room for the plot drawn from them)."""
     rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
     noise = ranking_noise([row["stage_result"] for row in rows], board["ranking_by"])
-    entries = [{
-        "rank": row["rank"], "user_name": row["user_name"], "score": format_seconds(row["score"]),
-        "interval": f"{format_seconds(n.interval.low)} – {format_seconds(n.interval.high)}" if n.interval else "—",
-        "submitted": _shown(row["submitted_at"]), "file_name": row["file_name"], "tie": n.tied_within_noise,
-    } for row, n in zip(rows, noise, strict=True)]
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
                 for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
-    return Markup(render("ranking_table.html", entries=entries)), attempts, {}
+    return Markup(render("ranking_table.html", rows=ranking_rows(rows, noise))), attempts, {}
 
 
 def _queue_text(queue: dict) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 from markupsafe import Markup, escape
 
@@ -12,6 +13,7 @@ from services.gateway.web.stats import format_seconds
 
 WIDTH, HEIGHT = 720, 260
 LEFT, RIGHT, TOP, BOTTOM = 80, 20, 16, 40
+KEPT_LABELS = 50_000  # a few boards' plotted attempts
 
 
 @dataclass(frozen=True)
@@ -66,11 +68,17 @@ def best_over_time(attempts: Sequence[Attempt], now: datetime) -> Markup:
     record_ids = {id(step) for step in steps}
     for attempt in sorted(attempts, key=lambda a: a.when):
         kind = "record" if id(attempt) in record_ids else "attempt"
-        label = f"{attempt.user_name}: {format_seconds(attempt.score)} at {_when(attempt.when)}"
         parts.append(f'<circle class="{kind}" cx="{x(attempt.when.timestamp()):.1f}" cy="{y(attempt.score):.1f}" '
-                     f'r="{4 if kind == "record" else 3}"><title>{escape(label)}</title></circle>')
+                     f'r="{4 if kind == "record" else 3}"><title>{_label(attempt)}</title></circle>')
     parts.append("</svg>")
     return Markup("".join(parts))
+
+
+@lru_cache(maxsize=KEPT_LABELS)
+def _label(attempt: Attempt) -> str:
+    """An attempt's tooltip, escaped: the plot is drawn again at every change of the standings, its attempts are
+    not (formatting the labels was half of a redraw)."""
+    return escape(f"{attempt.user_name}: {format_seconds(attempt.score)} at {_when(attempt.when)}")
 
 
 def _when(moment: datetime) -> str:
