@@ -167,3 +167,23 @@ def test_a_ranking_answered_in_front_of_the_middleware_is_counted_and_kept_clean
         refused = gateway.http.get(url)
         assert refused.status_code == 400
         assert refused.json() == {"detail": "Invalid request: the URL contains a NUL character"}
+
+
+def test_the_web_page_shows_the_first_gpus_ranking_and_refuses_what_it_must(gateway):
+    """The page reads its board and the standings' version in one round trip when the GPU is named, and the first
+    GPU's version after it when not: both show the newest ranking; an unknown GPU or a closed board is not found."""
+    board = fresh_board(gateway, "page")
+    _, cli_id = new_user(gateway)
+    ranked(gateway, board, cli_id)
+    named = gateway.http.get(f"/web/leaderboards/{board}?gpu=null")
+    first = gateway.http.get(f"/web/leaderboards/{board}")
+    assert named.status_code == first.status_code == 200
+    assert named.text.count('<tr class="entry">') == first.text.count('<tr class="entry">') == 1
+    _, second_cli = new_user(gateway)
+    ranked(gateway, board, second_cli)
+    assert gateway.http.get(f"/web/leaderboards/{board}").text.count('<tr class="entry">') == 2
+    elsewhere = gateway.http.get(f"/web/leaderboards/{board}?gpu=B300")
+    assert elsewhere.status_code == 404 and "is not run on B300" in elsewhere.text
+    closed = fresh_board(gateway, "page-closed", visibility="closed")
+    hidden = gateway.http.get(f"/web/leaderboards/{closed}")
+    assert hidden.status_code == 404 and "There is no leaderboard named" in hidden.text

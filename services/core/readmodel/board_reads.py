@@ -14,6 +14,14 @@ FROM leaderboards l LEFT JOIN standing_versions v ON v.leaderboard_id = l.id AND
 WHERE lower(l.name) = lower($1)
 """
 STANDING_VERSION = "SELECT version FROM standing_versions WHERE leaderboard_id = $1 AND gpu = $2"
+# What the web page of a board shows of it, with the version of one GPU's standings ($2: a GPU, or NULL for none
+# yet), in one round trip: never the task (its files can weigh hundreds of kilobytes, parsed on every read).
+BOARD_PAGE = """
+SELECT l.id, l.name, l.gpus, l.deadline, l.visibility, l.ranking_by, l.description,
+       COALESCE(v.version, 0) AS standing_version
+FROM leaderboards l LEFT JOIN standing_versions v ON v.leaderboard_id = l.id AND v.gpu = $2
+WHERE lower(l.name) = lower($1)
+"""
 
 
 async def leaderboard(pool: asyncpg.Pool, name: str):
@@ -22,6 +30,10 @@ async def leaderboard(pool: asyncpg.Pool, name: str):
 
 async def board_standing(pool: asyncpg.Pool, name: str, gpu: str):
     return await pool.fetchrow(BOARD_STANDING, name, gpu)
+
+
+async def board_page(pool: asyncpg.Pool, name: str, gpu: str | None):
+    return await pool.fetchrow(BOARD_PAGE, name, gpu)
 
 
 async def standing_version(pool: asyncpg.Pool, leaderboard_id: int, gpu: str) -> int:

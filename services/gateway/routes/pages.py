@@ -96,16 +96,18 @@ async def leaderboards(request: Request, pool: Pool, person: Viewer):
 
 @router.get("/web/leaderboards/{name}")
 async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, person: Viewer, gpu: str | None = None):
-    board = await board_reads.leaderboard(pool, name)
+    board = await board_reads.board_page(pool, name, gpu)
     # a closed board is absent for whoever may not see it, not merely locked
     if board is None or not await _can_see(pool, board, person):
         return _not_found(request, person, f"There is no leaderboard named {name}.")
     gpus = sorted(board["gpus"])
-    gpu = gpu or (gpus[0] if gpus else "")
+    version = board["standing_version"]
+    if not gpu and gpus:  # its first GPU, whose version the read above could not know
+        gpu, version = gpus[0], await board_reads.standing_version(pool, board["id"], gpus[0])
+    gpu = gpu or ""
     if gpu not in gpus:
         return _not_found(request, person, f"{board['name']} is not run on {gpu}.")
     ranking_by = board["ranking_by"]
-    version = await board_reads.standing_version(pool, board["id"], gpu)
     variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
     cached = await cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu))
     table, attempts, plots = cached.value

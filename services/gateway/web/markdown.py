@@ -4,7 +4,7 @@ Content-Security-Policy would refuse them anyway). Hard line breaks from the YAM
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 
 from markdown_it import MarkdownIt
 from markupsafe import Markup
@@ -25,10 +25,13 @@ def _parser() -> MarkdownIt:
     return md
 
 
+# Descriptions change only when a problem is synced again; a board's page is read many times a second near a deadline.
+@lru_cache(maxsize=1024)
 def markdown(text: str | None) -> Markup:
     return Markup(_parser().render(text or ""))
 
 
+@lru_cache(maxsize=1024)
 def markdown_inline(text: str | None) -> Markup:
     """One paragraph's worth (the list page's summaries): code, emphasis and links, no blocks."""
     return Markup(_parser().renderInline(text or ""))
