@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 
 import asyncpg
 import httpx
+import nats
 import psutil
 
 from schemas.events import LeaderboardRankChanged
+from schemas.streams import EVENTS
+from services.scorer.handlers import CONSUMERS
 
 # projected: the ledger's kb_standings notification reached the version (stream sequence) of the #1's ScoreComputed
 OBSERVERS = ("projected", "ranking", "page", "podium")
@@ -113,3 +116,20 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
                 pass
         totals[name] = total
     return totals
+
+
+async def scorer_idle(nats_url: str, limit_s: float) -> None:
+    """Until every scorer consumer has nothing pending nor unacknowledged: a backlog (a redelivery of the fill's messages
+    included) would otherwise be counted in the next measured phase."""
+    client = await nats.connect(nats_url)
+    started = time.monotonic()
+    try:
+        js = client.jetstream()
+        while time.monotonic() - started < limit_s:
+            infos = [await js.consumer_info(EVENTS.name, name) for name in CONSUMERS.values()]
+            if all(i.num_pending == 0 and i.num_ack_pending == 0 for i in infos):
+                return
+            await asyncio.sleep(0.5)  # polling NATS: nothing announces a consumer's being idle
+        raise TimeoutError("the scorer's consumers did not settle")
+    finally:
+        await client.close()

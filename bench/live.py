@@ -34,7 +34,7 @@ import nats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from freshness import Watch, cpu_seconds, watch_http, watch_podium, watch_projection  # noqa: E402
+from freshness import Watch, cpu_seconds, scorer_idle, watch_http, watch_podium, watch_projection  # noqa: E402
 from ranked_events import ranked_history, submission_events, users  # noqa: E402
 from read import BOARD, GPU, PUBLISH_WINDOW, projected, wrk  # noqa: E402
 
@@ -276,6 +276,8 @@ def main() -> None:
                 pids = {name: child.pid for name, child in platform.children.items()}
                 pids.update(postgres=pg.pid, nats=nats_server.pid)
                 for rate in (float(r) for r in args.rates.split(",")):
+                    if scorer:  # a phase starts with nothing left of the fill's or the last phase's judging
+                        asyncio.run(scorer_idle(nats_server.url, 900))
                     result = asyncio.run(phase(nats_server.url, database_url, platform.url, live, rate, args.seconds, scorer,
                                                pids, args.connections, args.page_every))
                     results[(scorer, rate)] = result

@@ -26,7 +26,7 @@ import asyncpg
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from freshness import cpu_seconds  # noqa: E402
+from freshness import cpu_seconds, scorer_idle  # noqa: E402
 from ranked_events import T0, submission_events, users  # noqa: E402
 
 from schemas.envelope import Event  # noqa: E402
@@ -35,7 +35,6 @@ from schemas.streams import EVENTS  # noqa: E402
 from services.kit.bus import MSG_ID_HEADER, declare_streams, encode, make_broker  # noqa: E402
 from services.kit.db import apply_migrations  # noqa: E402
 from services.kit.embedded import create_database, start_nats, start_postgres  # noqa: E402
-from services.scorer.handlers import CONSUMERS  # noqa: E402
 from tests.support.platform import Platform  # noqa: E402
 
 BOARD, GPU = "bench", "H100"
@@ -75,25 +74,6 @@ async def publish(nats_url: str, submissions: list[list[Event]], rate: float | N
             if rate is not None:
                 await asyncio.sleep(max(0.0, started + (n + 1) / rate - time.monotonic()))
         await asyncio.wait_for(js.publish_async_completed(), 300)
-    finally:
-        await client.close()
-
-
-async def scorer_idle(nats_url: str, limit_s: float) -> None:
-    """Until every scorer consumer has nothing pending nor unacknowledged: a redelivery of the fill's messages would
-    otherwise be counted in the measured phase."""
-    import nats  # noqa: PLC0415
-
-    client = await nats.connect(nats_url)
-    started = time.monotonic()
-    try:
-        js = client.jetstream()
-        while time.monotonic() - started < limit_s:
-            infos = [await js.consumer_info(EVENTS.name, name) for name in CONSUMERS.values()]
-            if all(i.num_pending == 0 and i.num_ack_pending == 0 for i in infos):
-                return
-            await asyncio.sleep(0.5)  # polling NATS: nothing announces a consumer's being idle
-        raise TimeoutError("the scorer's consumers did not settle")
     finally:
         await client.close()
 
