@@ -7,6 +7,7 @@ harness on the `cpu` GPU for distinct scores.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.core.rules.noise import Interval, Noise, score_interval, ties_with_above
+from services.core.rules.noise import Interval, Noise, RunIntervals, score_interval, ties_with_above
 from services.gateway.web import ranking_rows as table
 from services.gateway.web.charts import Attempt, best_over_time, records
 from services.gateway.web.stats import format_seconds
@@ -247,3 +248,18 @@ def test_the_ranking_rows_escape_names_mark_ties_and_build_an_entry_once():
     again = str(table.ranking_rows(moved, [noise[1], Noise(noise[0].interval, True)]))
     assert table._cells.cache_info().misses == built  # nothing built again but the ranks
     assert again.index("&lt;script&gt;") < again.index("speedy")
+
+
+def test_a_runs_interval_is_told_once_and_never_from_a_result_not_there_yet():
+    intervals = RunIntervals(size=2)
+    result = json.dumps(_result((2000.0, 100.0)))
+    rows = [{"run_id": "1.H100.public", "stage_result": result},
+            {"run_id": "2.H100.public", "stage_result": json.dumps(_result((2100.0, 100.0)))}]
+    told = intervals.noise(rows, "last")
+    assert told[0].interval == score_interval(_result((2000.0, 100.0)), "last") and told[1].tied_within_noise
+    # kept: a garbled text under the same run is never parsed again
+    assert intervals.interval("1.H100.public", "{not json", "last") == told[0].interval
+    assert intervals.interval("3.H100.public", None, "last") is None  # no result yet: told, not kept
+    assert intervals.interval("3.H100.public", result, "last") == told[0].interval
+    with pytest.raises(json.JSONDecodeError):  # two kept, the least recently asked (run 2) forgotten
+        intervals.interval("2.H100.public", "{not json", "last")

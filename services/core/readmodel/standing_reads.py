@@ -40,10 +40,11 @@ SELECT COALESCE((SELECT entries FROM standing_versions WHERE leaderboard_id = $1
            AS user_runs
 """
 # RANKING's rows with each entry's leaderboard stage result map and the board's ranking rule, one primary-key read
-# per row shown.
+# per row shown. The map comes as JSON text: a reader parses only the runs whose interval it has not kept
+# (services/core/rules/noise.RunIntervals).
 RANKING_WITH_RESULTS = f"""
 WITH ranking AS ({RANKING})
-SELECT b.*, r.result -> 'run' -> 'result' AS stage_result,
+SELECT b.*, (r.result -> 'run' -> 'result')::text AS stage_result,
        (SELECT l.ranking_by FROM leaderboards l WHERE l.id = $1) AS ranking_by
 FROM ranking b LEFT JOIN runs r ON r.run_id = b.run_id AND r.stage = 'leaderboard'
 ORDER BY b.score, b.submitted_at, b.submission_id

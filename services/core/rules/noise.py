@@ -1,15 +1,22 @@
 """When two ranked scores are the same within noise (docs/quickstart.md): each score's 95% interval, and whether it
-overlaps the one ranked just above. Pure. The one rule behind every front end that shows a ranking: the web page,
-the API's `tied_within_noise`, `kernelbot leaderboard show` and Discord's `/leaderboard show`.
+overlaps the one ranked just above. Pure, but for RunIntervals' memory. The one rule behind every front end that
+shows a ranking: the web page, the API's `tied_within_noise`, `kernelbot leaderboard show` and Discord's
+`/leaderboard show`.
 
 A score is `last`, `mean` or `geom` of the per-case benchmark means (services/scorer/scoring.py); each case reports
 its mean and standard error in ns. The interval propagates those errors through the same aggregate (normal
 approximation; the delta method on logarithms for the geometric mean).
+
+`RunIntervals` keeps each ranked run's interval once told: a run's result never changes, and a live board's ranking
+is rendered again at every move of its standings (parsing and aggregating every entry's result map again was the
+largest part of such a render).
 """
 
 from __future__ import annotations
 
+import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,11 +78,35 @@ class Noise:
     tied_within_noise: bool  # its interval overlaps the one of the entry ranked just above
 
 
-def ranking_noise(stage_results: Sequence[Mapping[str, str] | None], ranking_by: str) -> list[Noise]:
-    """The noise of each entry of a ranking, in rank order, from its leaderboard stage's result map (None: unknown,
-    never a tie)."""
-    intervals = [score_interval(result, ranking_by) for result in stage_results]
+def ranking_noise(intervals: Sequence[Interval | None]) -> list[Noise]:
+    """The noise of each entry of a ranking, in rank order, from each entry's interval (None: unknown, never a
+    tie)."""
     return [Noise(interval, tie) for interval, tie in zip(intervals, ties_with_above(intervals), strict=True)]
+
+
+class RunIntervals:
+    """Each run's interval by ranking rule, told from its leaderboard stage's result map (JSON text, as the ranking
+    queries select it) the first time it is asked; the least recently asked are forgotten past `size`."""
+
+    def __init__(self, size: int = 50_000) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[str, str], Interval | None] = OrderedDict()
+
+    def interval(self, run_id: str | None, result_json: str | None, ranking_by: str) -> Interval | None:
+        key = (run_id or "", ranking_by)
+        if run_id and key in self._kept:
+            self._kept.move_to_end(key)
+            return self._kept[key]
+        interval = score_interval(json.loads(result_json) if result_json else None, ranking_by)
+        if run_id and result_json:  # a result not there yet is not kept as unknown
+            self._kept[key] = interval
+            if len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return interval
+
+    def noise(self, rows: Sequence[Mapping], ranking_by: str) -> list[Noise]:
+        """ranking_noise of ranking rows carrying `run_id` and `stage_result` (JSON text), in rank order."""
+        return ranking_noise([self.interval(row["run_id"], row["stage_result"], ranking_by) for row in rows])
 
 
 TIE_MARK = "≈"

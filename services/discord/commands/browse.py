@@ -14,6 +14,7 @@ from services.discord.commands.common import public_board_named, reply, text_fil
 PAGE_SIZE = 10
 RANKING_SIZE = 10  # ranks per page of /leaderboard show
 RANKING_PAGES = 50  # pages per GPU at most: the first 500 ranks
+INTERVALS = noise.RunIntervals()  # the entries' intervals, kept across /leaderboard show
 HELP = """**KernelBot**: write a fast GPU kernel, and see where it ranks.
 `/leaderboard list`: the leaderboards · `/leaderboard task <name>`: the problem and its reference files
 `/leaderboard template <name>`: starter code · `/leaderboard submit ranked <file>`: a ranked run (also `test`,
@@ -59,7 +60,7 @@ def list_pages(rows) -> list[str]:
 def ranking_pages(board: str, gpu: str, ranking) -> list[str]:
     """One GPU's ranking, RANKING_SIZE ranks a page, each page titled with the GPU and where it is; an entry tied
     within noise with the one above is marked as on every front end (services/core/rules/noise.py)."""
-    ties = noise.ranking_noise([r["stage_result"] for r in ranking], ranking[0]["ranking_by"] if ranking else "")
+    ties = INTERVALS.noise(ranking, ranking[0]["ranking_by"] if ranking else "")
     lines = [f"{noise.TIE_MARK + ' ' if tie.tied_within_noise else ''}"
              f"{texts.MEDALS.get(r['rank'], str(r['rank']) + '.')} {r['user_name']} · "
              f"{texts.score_text(r['score'])} · `{r['file_name']}`" for r, tie in zip(ranking, ties, strict=True)]

@@ -13,8 +13,11 @@ from fastapi.responses import JSONResponse
 
 from services.core.presentation import views
 from services.core.readmodel import standing_reads
-from services.core.rules.noise import ranking_noise
+from services.core.rules.noise import RunIntervals
 from services.gateway.fastpaths.standings_cache import Render
+
+# Every ranking this process renders, the web page's included, tells its entries' intervals from here.
+INTERVALS = RunIntervals()
 
 
 def ranking_variant(limit: int | None, offset: int) -> Hashable:
@@ -42,7 +45,7 @@ def renderer(pool: asyncpg.Pool, board, gpu: str, variant: Hashable) -> Render:
             # the entry above the page too: whether the page's first entry ties is told against it (core/noise.py)
             above, rows = await standing_reads.ranking_with_results(pool, board_id, gpu, limit, offset)
             ranking_by = rows[0]["ranking_by"] if rows else ""
-            noise = ranking_noise([row["stage_result"] for row in ([above] if above else []) + rows], ranking_by)
+            noise = INTERVALS.noise(([above] if above else []) + rows, ranking_by)
             return _json([views.ranking_entry(row, board_name, gpu, entry_noise)
                           for row, entry_noise in zip(rows, noise[len(noise) - len(rows):], strict=True)])
         return ranking

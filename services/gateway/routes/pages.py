@@ -17,8 +17,8 @@ from markupsafe import Markup
 
 from services.core.presentation import reports, results, views
 from services.core.readmodel import board_reads, queue_reads, submission_reads, user_reads
-from services.core.rules.noise import ranking_noise
 from services.gateway.deps import Cache, Pool, User
+from services.gateway.fastpaths.ranking_bodies import INTERVALS
 from services.gateway.web import csrf, pages_repository, render
 from services.gateway.web.charts import Attempt, best_over_time
 from services.gateway.web.ranking_rows import ranking_rows
@@ -129,7 +129,7 @@ async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], 
     """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
     (and room for the plot drawn from them)."""
     rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
-    noise = ranking_noise([row["stage_result"] for row in rows], board["ranking_by"])
+    noise = INTERVALS.noise(rows, board["ranking_by"])
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
                 for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
     return Markup(render("ranking_table.html", rows=ranking_rows(rows, noise))), attempts, {}
