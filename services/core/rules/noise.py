@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -91,17 +92,20 @@ class RunIntervals:
     def __init__(self, size: int = 50_000) -> None:
         self._size = size
         self._kept: OrderedDict[tuple[str, str], Interval | None] = OrderedDict()
+        self._lock = threading.Lock()  # the web page tells its table's intervals in a worker thread
 
     def interval(self, run_id: str | None, result_json: str | None, ranking_by: str) -> Interval | None:
         key = (run_id or "", ranking_by)
-        if run_id and key in self._kept:
-            self._kept.move_to_end(key)
-            return self._kept[key]
+        with self._lock:
+            if run_id and key in self._kept:
+                self._kept.move_to_end(key)
+                return self._kept[key]
         interval = score_interval(json.loads(result_json) if result_json else None, ranking_by)
         if run_id and result_json:  # a result not there yet is not kept as unknown
-            self._kept[key] = interval
-            if len(self._kept) > self._size:
-                self._kept.popitem(last=False)
+            with self._lock:
+                self._kept[key] = interval
+                if len(self._kept) > self._size:
+                    self._kept.popitem(last=False)
         return interval
 
     def noise(self, rows: Sequence[Mapping], ranking_by: str) -> list[Noise]:

@@ -7,6 +7,7 @@ Ownership is proved once, by the OAuth callback or by entering the CLI id; then 
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import quote
@@ -118,7 +119,7 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
     plot = plots.get(minute)
     if plot is None:
         plots.clear()
-        plot = plots[minute] = best_over_time(attempts, now)
+        plot = plots[minute] = await asyncio.to_thread(best_over_time, attempts, now)
     queue = views.runner_queue(gpu, await queue_reads.queue(pool, gpu))
     return page(request, "leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
                 table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
@@ -128,11 +129,16 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
 async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
     """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
     (and room for the plot drawn from them)."""
-    rows = await pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS)
-    noise = INTERVALS.noise(rows, board["ranking_by"])
-    attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"])
-                for r in await pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS)]
-    return Markup(render("ranking_table.html", rows=ranking_rows(rows, noise))), attempts, {}
+    rows, plotted = await asyncio.gather(pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS),
+                                         pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS))
+    attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"]) for r in plotted]
+    # off the event loop: a live board's page is drawn again at every move, and the rankings' answers must not wait
+    # for a whole table (Python hands the loop back every few milliseconds)
+    return await asyncio.to_thread(_table, rows, board["ranking_by"]), attempts, {}
+
+
+def _table(rows, ranking_by: str) -> Markup:
+    return Markup(render("ranking_table.html", rows=ranking_rows(rows, INTERVALS.noise(rows, ranking_by))))
 
 
 def _queue_text(queue: dict) -> str:
