@@ -18,6 +18,7 @@ from services.gateway.edge.middleware import CollapseLeadingSlashes, LimitReques
 from services.gateway.edge.ratelimit import Limits
 from services.gateway.fastpaths import polls
 from services.gateway.fastpaths.base import FastPathFront
+from services.gateway.fastpaths.board_pages import BoardPageFastPath
 from services.gateway.fastpaths.polls import PollFastPath
 from services.gateway.fastpaths.rankings import RankingFastPath
 from services.gateway.routes import (
@@ -79,8 +80,9 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
                    auth.router, pages.router, runner_payloads.router, profile.router, stream.router):
         app.include_router(router)
     openapi.install(app)
-    # A public ranking, and popcorn-cli's poll of a submission that is not held, before anything else.
-    app.front = FastPathFront(state, [RankingFastPath(state), PollFastPath(state)])
+    # A public ranking, its web page for who is not signed in, and popcorn-cli's poll of a submission that is not
+    # held, before anything else.
+    app.front = FastPathFront(state, [RankingFastPath(state), BoardPageFastPath(state), PollFastPath(state)])
     # Outermost last: slashes are collapsed and NUL refused before the body limit and routing see the request.
     app.add_middleware(LimitRequestBody)
     app.add_middleware(CollapseLeadingSlashes)

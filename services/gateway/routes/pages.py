@@ -7,40 +7,29 @@ Ownership is proved once, by the OAuth callback or by entering the CLI id; then 
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime
 from typing import Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Cookie, Depends, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
-from markupsafe import Markup
 
 from services.core.presentation import reports, results, views
 from services.core.readmodel import board_reads, queue_reads, submission_reads, user_reads
 from services.gateway.deps import Cache, Pool, User
-from services.gateway.fastpaths.ranking_bodies import INTERVALS
-from services.gateway.web import csrf, pages_repository, render
-from services.gateway.web.charts import Attempt, best_over_time
-from services.gateway.web.ranking_rows import ranking_rows
+from services.gateway.web import board_page, csrf, pages_repository, render
 from services.gateway.web.ranking_rows import shown as _shown
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
 from services.gateway.web.stats import format_seconds
 
 router = APIRouter(include_in_schema=False)
-RANKING_ROWS = 500
-PLOT_POINTS = 5000
-HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
-}
 
 
 def page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:
     """A page; every page may hold a form (sign out in the header), so each carries a form token."""
     form = csrf.issue(request)
-    response = HTMLResponse(render(template, csrf_token=form.token, **context), status_code=status, headers=HEADERS)
+    response = HTMLResponse(render(template, csrf_token=form.token, **context), status_code=status,
+                            headers=board_page.HEADERS)
     csrf.attach(request, response, form)
     return response
 
@@ -108,52 +97,8 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
     gpu = gpu or ""
     if gpu not in gpus:
         return _not_found(request, person, f"{board['name']} is not run on {gpu}.")
-    ranking_by = board["ranking_by"]
-    variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
-    cached = await cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu))
-    table, attempts, plots = cached.value
-    now = datetime.now(UTC)
-    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings (taken
-    # before the next await, since a request of the next minute may replace it meanwhile)
-    minute = now.replace(second=0, microsecond=0)
-    plot = plots.get(minute)
-    if plot is None:
-        plots.clear()
-        plot = plots[minute] = await asyncio.to_thread(best_over_time, attempts, now)
-    queue = views.runner_queue(gpu, await queue_reads.queue(pool, gpu))
-    return page(request, "leaderboard.html", viewer=person, board=board, gpu=gpu, gpus=gpus, ranked=bool(attempts),
-                table=table, ranking_by=ranking_by, deadline=_shown(board["deadline"]), ended=board["deadline"] < now,
-                plot=plot, queue=_queue_text(queue))
-
-
-async def _standing_view(pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
-    """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
-    (and room for the plot drawn from them)."""
-    rows, plotted = await asyncio.gather(pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS),
-                                         pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS))
-    attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"]) for r in plotted]
-    # off the event loop: a live board's page is drawn again at every move, and the rankings' answers must not wait
-    # for a whole table (Python hands the loop back every few milliseconds)
-    return await asyncio.to_thread(_table, rows, board["ranking_by"]), attempts, {}
-
-
-def _table(rows, ranking_by: str) -> Markup:
-    return Markup(render("ranking_table.html", rows=ranking_rows(rows, INTERVALS.noise(rows, ranking_by))))
-
-
-def _queue_text(queue: dict) -> str:
-    """What the runner queue means to a person: how busy the GPU is, and how long a wait to expect."""
-    if queue.get("queued_jobs") is None:
-        return ""
-    text = f"{queue['queued_jobs']} waiting, {queue['running_jobs']} running"
-    if queue.get("position"):
-        text = f"position {queue['position']} in the queue ({text})"
-    wait = queue.get("estimated_wait_s")
-    if wait is not None and wait <= 0:  # nothing ahead and nothing running: no estimate to make
-        text += "; starts now" if queue.get("position") else "; a run submitted now starts at once"
-    elif wait is not None:
-        text += f"; estimated start in about {max(1, round(wait / 60))} min"
-    return text
+    return page(request, "leaderboard.html", viewer=person,
+                **await board_page.context(pool, cache, board, gpu, version))
 
 
 def _to_login(request: Request) -> RedirectResponse:
@@ -190,7 +135,7 @@ async def submission(submission_id: int, request: Request, pool: Pool, person: V
     waiting = ""
     if not row["done"] and row["gpus"]:
         gpu = row["gpus"][0]
-        waiting = _queue_text(views.runner_queue(gpu, await queue_reads.queue(pool, gpu, submission_id)))
+        waiting = board_page.queue_text(views.runner_queue(gpu, await queue_reads.queue(pool, gpu, submission_id)))
         waiting = f"{gpu}: {waiting}" if waiting else ""
     runs = [{**run, "score_text": format_seconds(run["score"]) if run["score"] is not None else "",
              "result": run.get("result")} for run in shown["runs"]]

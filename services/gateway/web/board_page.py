@@ -1,0 +1,81 @@
+"""What a board's web page shows for one GPU, for whoever may see it: one home for the page's route and for its fast
+path in front of the application (services/gateway/fastpaths/board_pages.py), which answers people who are not signed
+in. Both read the board with its standings' version first (board_reads.board_page), so the page is never older than
+a ranking its reader has seen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import asyncpg
+from markupsafe import Markup
+
+from services.core.presentation import views
+from services.core.readmodel import queue_reads
+from services.gateway.fastpaths.ranking_bodies import INTERVALS
+from services.gateway.fastpaths.standings_cache import StandingsCache
+from services.gateway.web import pages_repository, render
+from services.gateway.web.charts import Attempt, best_over_time
+from services.gateway.web.ranking_rows import ranking_rows, shown
+
+RANKING_ROWS = 500
+PLOT_POINTS = 5000
+# Every page's headers: no script may run, and nothing is kept (a page may hold a form token).
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
+}
+
+
+async def context(pool: asyncpg.Pool, cache: StandingsCache, board, gpu: str, version: int) -> dict:
+    """The template's values (leaderboard.html) but the viewer's, for `board` on `gpu` at standings `version` or
+    later."""
+    ranking_by = board["ranking_by"]
+    variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
+    cached = await cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu))
+    table, attempts, plots = cached.value
+    now = datetime.now(UTC)
+    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings (taken
+    # before the next await, since a request of the next minute may replace it meanwhile)
+    minute = now.replace(second=0, microsecond=0)
+    plot = plots.get(minute)
+    if plot is None:
+        plots.clear()
+        plot = plots[minute] = await asyncio.to_thread(best_over_time, attempts, now)
+    queue = views.runner_queue(gpu, await queue_reads.queue(pool, gpu))
+    return {"board": board, "gpu": gpu, "gpus": sorted(board["gpus"]), "ranked": bool(attempts), "table": table,
+            "ranking_by": ranking_by, "deadline": shown(board["deadline"]), "ended": board["deadline"] < now,
+            "plot": plot, "queue": queue_text(queue)}
+
+
+async def _standing_view(pool: asyncpg.Pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
+    """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
+    (and room for the plot drawn from them)."""
+    rows, plotted = await asyncio.gather(pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS),
+                                         pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS))
+    attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"]) for r in plotted]
+    # off the event loop: a live board's page is drawn again at every move, and the rankings' answers must not wait
+    # for a whole table (Python hands the loop back every few milliseconds)
+    return await asyncio.to_thread(_table, rows, board["ranking_by"]), attempts, {}
+
+
+def _table(rows, ranking_by: str) -> Markup:
+    return Markup(render("ranking_table.html", rows=ranking_rows(rows, INTERVALS.noise(rows, ranking_by))))
+
+
+def queue_text(queue: dict) -> str:
+    """What the runner queue means to a person: how busy the GPU is, and how long a wait to expect."""
+    if queue.get("queued_jobs") is None:
+        return ""
+    text = f"{queue['queued_jobs']} waiting, {queue['running_jobs']} running"
+    if queue.get("position"):
+        text = f"position {queue['position']} in the queue ({text})"
+    wait = queue.get("estimated_wait_s")
+    if wait is not None and wait <= 0:  # nothing ahead and nothing running: no estimate to make
+        text += "; starts now" if queue.get("position") else "; a run submitted now starts at once"
+    elif wait is not None:
+        text += f"; estimated start in about {max(1, round(wait / 60))} min"
+    return text
