@@ -23,9 +23,11 @@ from schemas.operations_events import RejudgeCompleted, RejudgeRequested, RerunP
 from schemas.precheck_events import PrecheckCleared, ScoreHeld, SubmissionReinstated
 from services.kit.bus import document_publishers
 from services.kit.consumer import KitSlot
+from services.kit.deadletter import current_message
 from services.kit.runtime import durable_consumer
 from services.scorer import best, best_repository, holds, rejudge, repository, scoring
 from services.scorer.floor import FloorRules
+from services.scorer.own_scores import OwnScores
 from services.scorer.settings import ScorerSettings
 
 
@@ -41,6 +43,7 @@ class ScorerConfig:
 router = NatsRouter()
 # None until a scorer starts: an operator's replay (no scorer running) reads the environment instead.
 kit: KitSlot[ScorerConfig | None] = KitSlot(None)
+own_scores = OwnScores()
 
 
 def _same_hardware() -> bool:
@@ -234,20 +237,33 @@ CONSUMERS = {
 }
 
 
+async def judging(apply) -> None:
+    """Apply the message being handled once; the scores it publishes are remembered as this scorer's own."""
+    committed: list[Event] = []
+
+    async def kept(conn) -> list[Event]:
+        events = await apply(conn)
+        committed[:] = events  # the last try's: the one that committed
+        return events
+
+    await kit().handle(kept)
+    own_scores.committed(kit(), committed)
+
+
 @router.subscriber("evt.submission.accepted", **durable_consumer(CONSUMERS[SubmissionAccepted]),
                    title=CONSUMERS[SubmissionAccepted])
 async def on_accepted(event: SubmissionAccepted) -> None:
-    await kit().handle(lambda conn: apply_accepted(conn, event))
+    await judging(lambda conn: apply_accepted(conn, event))
 
 
 @router.subscriber("evt.run.completed", **durable_consumer(CONSUMERS[RunCompleted]), title=CONSUMERS[RunCompleted])
 async def on_run_completed(event: RunCompleted) -> None:
-    await kit().handle(lambda conn: apply_run_completed(conn, event))
+    await judging(lambda conn: apply_run_completed(conn, event))
 
 
 @router.subscriber("evt.run.failed", **durable_consumer(CONSUMERS[RunFailed]), title=CONSUMERS[RunFailed])
 async def on_run_failed(event: RunFailed) -> None:
-    await kit().handle(lambda conn: apply_run_failed(conn, event))
+    await judging(lambda conn: apply_run_failed(conn, event))
 
 
 # A rescore reads a whole board in one transaction: it may take longer than a run's verdict.
@@ -255,23 +271,26 @@ async def on_run_failed(event: RunFailed) -> None:
                    **durable_consumer(CONSUMERS[RejudgeRequested], ack_wait_s=300.0, workers=1),
                    title=CONSUMERS[RejudgeRequested])
 async def on_rejudge(event: RejudgeRequested) -> None:
-    await kit().handle(lambda conn: apply_rejudge(conn, event))
+    await judging(lambda conn: apply_rejudge(conn, event))
 
 
 @router.subscriber("evt.rejudge.rerun_planned", **durable_consumer(CONSUMERS[RerunPlanned]),
                    title=CONSUMERS[RerunPlanned])
 async def on_rerun_planned(event: RerunPlanned) -> None:
-    await kit().handle(lambda conn: apply_rerun_planned(conn, event))
+    await judging(lambda conn: apply_rerun_planned(conn, event))
 
 
 @router.subscriber("evt.precheck.cleared", **durable_consumer(CONSUMERS[PrecheckCleared]),
                    title=CONSUMERS[PrecheckCleared])
 async def on_precheck_cleared(event: PrecheckCleared) -> None:
-    await kit().handle(lambda conn: apply_precheck_cleared(conn, event))
+    await judging(lambda conn: apply_precheck_cleared(conn, event))
 
 
 @router.subscriber("evt.score.computed", **durable_consumer(CONSUMERS[ScoreComputed]), title=CONSUMERS[ScoreComputed])
 async def on_score_computed(event: ScoreComputed) -> None:
+    if own_scores.came_back(kit(), event):  # kept by the judging that published it (own_scores.py)
+        await current_message().ack()
+        return
     await kit().handle(lambda conn: apply_score_computed(conn, event))
 
 

@@ -7,6 +7,8 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
+import asyncpg
+
 from schemas.contracts import FullResult
 from schemas.events import (
     LeaderboardRankChanged,
@@ -150,3 +152,27 @@ async def test_a_faster_submission_takes_the_top_and_names_who_it_displaced(serv
         last = bus.emitted(LeaderboardRankChanged)[-1]
         assert [e.user_id for e in last.top] == ["fast", "slow"]
         assert [e.user_id for e in last.previous_top] == ["slow"]
+
+
+async def test_a_score_the_scorer_published_comes_back_without_a_transaction(service_database):
+    """Its own score read back from the log is in its best table already (own_scores.py): acknowledged, not applied
+    again. One it did not publish (an imported history's) still goes through the transaction."""
+    async with running_service(router, kit, service_database) as bus:
+        await bus.publish(accepted(1), completed(1, secret=False), completed(1, secret=True))
+        await bus.settle()
+        [own] = [m for m in bus.stream.messages if m.subject == ScoreComputed.subject]
+        imported = ScoreComputed(submission_id=2, leaderboard="vectoradd_py", gpu="cpu", user_id="u2",
+                                 user_name="name-u2", run_id="2-pub", score=1e-6, ranking_by="last",
+                                 harness_version="upstream", submitted_at=datetime(2026, 11, 1, tzinfo=UTC),
+                                 correlation_id="2")
+        await bus.publish(imported)
+        await bus.settle()
+        [other] = [m for m in bus.stream.messages if m.subject == ScoreComputed.subject and m.sequence != own.sequence]
+        conn = await asyncpg.connect(service_database)
+        try:
+            tracked = {r["stream_seq"] for r in await conn.fetch("SELECT stream_seq FROM tracking")}
+            kept = await conn.fetchval("SELECT count(*) FROM scorer_scores WHERE submission_id = 2")
+        finally:
+            await conn.close()
+        assert own.sequence not in tracked and other.sequence in tracked
+        assert kept == 1
