@@ -239,15 +239,16 @@ CONSUMERS = {
 
 async def judging(apply) -> None:
     """Apply the message being handled once; the scores it publishes are remembered as this scorer's own."""
-    committed: list[Event] = []
+    running = kit()
 
     async def kept(conn) -> list[Event]:
         events = await apply(conn)
-        committed[:] = events  # the last try's: the one that committed
+        # before the commit: its score comes back as soon as it is published, often before the commit returns. A
+        # transaction that then fails publishes nothing; the try that commits publishes the same ids and keeps them.
+        own_scores.publishing(running, events)
         return events
 
-    await kit().handle(kept)
-    own_scores.committed(kit(), committed)
+    await running.handle(kept)
 
 
 @router.subscriber("evt.submission.accepted", **durable_consumer(CONSUMERS[SubmissionAccepted]),

@@ -5,7 +5,7 @@ history's scores arrive only that way (handlers.apply_score_computed). The score
 already: the judging that published one kept it in the same transaction (best_repository.improve, or
 best_repository.record for a rescore), so reading one back changes nothing. It still cost a transaction per ranked
 run: a quarter of the scorer's statements while a competition is live. This process remembers the ids of the scores
-it committed and acknowledges them when they come back, without a transaction. A score published before a restart,
+it publishes and acknowledges them when they come back, without a transaction. A score published before a restart,
 or forgotten past the bound, takes the transaction as before: the memory only saves work, it never decides. It
 belongs to one running kit (one database): a kit started anew, as each test's is, starts with nothing.
 """
@@ -32,8 +32,8 @@ class OwnScores:
             self._kit, self._ids = kit, OrderedDict()
         return self._ids
 
-    def committed(self, kit: object, events: Iterable[Event]) -> None:
-        """The events a judging committed through `kit` (and is publishing): its scores are in the best table."""
+    def publishing(self, kit: object, events: Iterable[Event]) -> None:
+        """The events a judging through `kit` is committing, to publish: its scores are in the best table with it."""
         ids = self._of(kit)
         for event in events:
             if isinstance(event, ScoreComputed):
