@@ -19,6 +19,7 @@ from starlette.types import Scope, Send
 from services.core.readmodel import board_reads
 from services.gateway.fastpaths.base import FastPath, header
 from services.gateway.fastpaths.coalesce import Coalesced
+from services.gateway.web import HEADERS as PAGE_HEADERS
 from services.gateway.web import board_page, render
 from services.gateway.web.session import COOKIE
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:  # the state holds the caches: a runtime import would go round
 ROUTE = "/web/leaderboards/{name}"
 PATH = re.compile(r"^/web/leaderboards/([^/]+)$")
 HEADERS = [(b"content-type", b"text/html; charset=utf-8"),
-           *((name.lower().encode(), value.encode()) for name, value in board_page.HEADERS.items())]
+           *((name.lower().encode(), value.encode()) for name, value in PAGE_HEADERS.items())]
 
 
 def wanted_gpu(query_string: bytes) -> tuple[bool, str | None]:

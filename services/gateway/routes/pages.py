@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from services.core.presentation import reports, results, views
 from services.core.readmodel import board_reads, queue_reads, submission_reads, user_reads
 from services.gateway.deps import Cache, Pool, User
-from services.gateway.web import board_page, csrf, pages_repository, render
+from services.gateway.web import HEADERS, board_page, csrf, pages_repository, render
 from services.gateway.web.ranking_rows import shown as _shown
 from services.gateway.web.session import cli_digest, close_session, open_session, signer
 from services.gateway.web.stats import format_seconds
@@ -28,8 +28,7 @@ router = APIRouter(include_in_schema=False)
 def page(request: Request, template: str, status: int = 200, **context: object) -> HTMLResponse:
     """A page; every page may hold a form (sign out in the header), so each carries a form token."""
     form = csrf.issue(request)
-    response = HTMLResponse(render(template, csrf_token=form.token, **context), status_code=status,
-                            headers=board_page.HEADERS)
+    response = HTMLResponse(render(template, csrf_token=form.token, **context), status_code=status, headers=HEADERS)
     csrf.attach(request, response, form)
     return response
 

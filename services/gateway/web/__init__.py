@@ -10,6 +10,12 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from services.gateway.web.markdown import markdown, markdown_inline
 
 TEMPLATES = Path(__file__).parent / "templates"
+# Every page's headers: no script may run, and nothing is kept (a page may hold a form token).
+HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
+                               "frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
+}
 
 
 @cache

@@ -22,12 +22,6 @@ from services.gateway.web.ranking_rows import ranking_rows, shown
 
 RANKING_ROWS = 500
 PLOT_POINTS = 5000
-# Every page's headers: no script may run, and nothing is kept (a page may hold a form token).
-HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin", "Cache-Control": "no-store",
-}
 
 
 async def context(pool: asyncpg.Pool, cache: StandingsCache, board, gpu: str, version: int) -> dict:
