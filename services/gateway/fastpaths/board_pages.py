@@ -67,10 +67,7 @@ class BoardPageFastPath(FastPath):
         board = await self._boards.get(match.group(1), gpu)  # the path as ASGI gives it: decoded once already
         if board is None or board["visibility"] != "public" or not board["gpus"]:
             return False
-        version = board["standing_version"]
-        if gpu is None:  # its first GPU, whose version the read above could not know
-            gpu = sorted(board["gpus"])[0]
-            version = await board_reads.standing_version(state.pool, board["id"], gpu)
+        gpu, version = await board_page.shown_gpu(state.pool, board, gpu)
         if gpu not in board["gpus"]:
             return False
         values = await board_page.context(state.pool, state.standings_cache, board, gpu, version)

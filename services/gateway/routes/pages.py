@@ -89,12 +89,8 @@ async def leaderboard(name: str, request: Request, pool: Pool, cache: Cache, per
     # a closed board is absent for whoever may not see it, not merely locked
     if board is None or not await _can_see(pool, board, person):
         return _not_found(request, person, f"There is no leaderboard named {name}.")
-    gpus = sorted(board["gpus"])
-    version = board["standing_version"]
-    if not gpu and gpus:  # its first GPU, whose version the read above could not know
-        gpu, version = gpus[0], await board_reads.standing_version(pool, board["id"], gpus[0])
-    gpu = gpu or ""
-    if gpu not in gpus:
+    gpu, version = await board_page.shown_gpu(pool, board, gpu)
+    if gpu not in board["gpus"]:
         return _not_found(request, person, f"{board['name']} is not run on {gpu}.")
     return page(request, "leaderboard.html", viewer=person,
                 **await board_page.context(pool, cache, board, gpu, version))

@@ -13,7 +13,7 @@ import asyncpg
 from markupsafe import Markup
 
 from services.core.presentation import views
-from services.core.readmodel import queue_reads
+from services.core.readmodel import board_reads, queue_reads
 from services.gateway.fastpaths.ranking_bodies import INTERVALS
 from services.gateway.fastpaths.standings_cache import StandingsCache
 from services.gateway.web import pages_repository, render
@@ -22,6 +22,17 @@ from services.gateway.web.ranking_rows import ranking_rows, shown
 
 RANKING_ROWS = 500
 PLOT_POINTS = 5000
+
+
+async def shown_gpu(pool: asyncpg.Pool, board, gpu: str | None) -> tuple[str, int]:
+    """The GPU the page shows (the one asked for, else the board's first) and its standings' version; `board` is a
+    board_reads.board_page row, read with `gpu`."""
+    if gpu:
+        return gpu, board["standing_version"]
+    gpus = sorted(board["gpus"])
+    if not gpus:
+        return "", 0
+    return gpus[0], await board_reads.standing_version(pool, board["id"], gpus[0])
 
 
 async def context(pool: asyncpg.Pool, cache: StandingsCache, board, gpu: str, version: int) -> dict:
