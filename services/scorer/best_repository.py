@@ -91,6 +91,9 @@ SELECT count(pg_advisory_xact_lock(8232, h)) FROM (
     SELECT DISTINCT hashtext(leaderboard || chr(1) || gpu || chr(1) || user_id) AS h
     FROM unnest($1::text[], $2::text[], $3::text[]) AS k(leaderboard, gpu, user_id) ORDER BY h) AS held
 """
+# Two new #1s judged at once would each read the board's top before the other's commit, and each announce that it took
+# #1 from the old one: a new score's judging holds its board from the top it reads before to its commit.
+BOARD_LOCK = "SELECT pg_advisory_xact_lock(8233, hashtext($1 || chr(1) || $2))"
 SUBMISSION_KEYS = "SELECT DISTINCT leaderboard, gpu, user_id FROM scorer_scores WHERE submission_id = $1"
 # Removing submissions can only take rows away or put a user's other score in their place: the rows there are the keys.
 BOARD_KEYS = "SELECT leaderboard, gpu, user_id FROM scorer_best WHERE lower(leaderboard) = lower($1)"
@@ -120,8 +123,16 @@ async def record(conn: asyncpg.Connection, events: Iterable[Event]) -> list[Key]
     return keys
 
 
+async def lock_board(conn: asyncpg.Connection, leaderboard: str, gpu: str) -> None:
+    """Hold a board's top against another new score's judging until this transaction ends (the table first, as
+    every lock of the best table is taken)."""
+    await conn.execute(LOCK_TABLE)
+    await conn.execute(BOARD_LOCK, leaderboard, gpu)
+
+
 async def improve(conn: asyncpg.Connection, event: ScoreComputed) -> bool:
     """Keep a computed score and make it its user's best when it is: whether the best table changed."""
+    await lock_board(conn, event.leaderboard, event.gpu)
     await _lock(conn, [(event.leaderboard, event.gpu, event.user_id)])
     return await conn.fetchval(IMPROVE, event.submission_id, event.gpu, event.leaderboard, event.user_id,
                                event.user_name, event.score, event.submitted_at) is not None

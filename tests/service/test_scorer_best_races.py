@@ -1,5 +1,6 @@
-"""Two judgings of one user's submissions committing at once: the best table keeps the better score, whichever
-transaction refreshes last (each refreshes from what it sees; the per-key lock makes the later one see the other)."""
+"""Two judgings committing at once: the best table keeps the better score, whichever transaction refreshes last
+(each refreshes from what it sees; the per-key lock makes the later one see the other); and two new #1s of one board
+announce the board in the order they took it (the board's lock)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import asyncio
 import json
 from datetime import UTC, datetime
 
-from schemas.events import ScoreComputed
+from schemas.events import LeaderboardRankChanged, ScoreComputed
 from services.kit.db import create_pool
-from services.scorer import best_repository
+from services.scorer import best, best_repository
 
 AT = datetime(2026, 11, 1, tzinfo=UTC)
 SUBMISSION = """
@@ -115,5 +116,41 @@ async def test_an_improvement_and_a_deletion_refresh_at_once_keep_the_new_best(s
             await deleting.commit()
             rows = await first.fetch("SELECT submission_id, score FROM scorer_best WHERE user_id = 'cy'")
             assert [tuple(r) for r in rows] == [(22, 1.0)]
+    finally:
+        await pool.close()
+
+
+async def test_two_new_tops_judged_at_once_each_announce_the_board_the_other_left(service_database):
+    """Two users' new #1s judged in two transactions at once: the later one reads the board after the earlier one's
+    commit, so its rank change names the earlier #1 as the one it displaced. Without the board's lock both read the
+    board as it was before either, and Discord would announce two #1s, each displacing the old one."""
+    pool = await create_pool(service_database, 2)
+
+    def top_change(board, gpu, top, previous):
+        return LeaderboardRankChanged(leaderboard=board, gpu=gpu, top=top, previous_top=previous,
+                                      caused_by_submission=top[0].submission_id)
+
+    def of(user: str, submission_id: int, score: float) -> ScoreComputed:
+        return scored(submission_id, score).model_copy(update={"user_id": user, "user_name": user})
+
+    try:
+        async with pool.acquire() as first, pool.acquire() as second:
+            for submission_id, user in ((31, "old"), (32, "dee"), (33, "eve")):
+                await first.execute(SUBMISSION.replace("'ann'", f"'{user}'"), submission_id, AT, json.dumps([]))
+            async with first.transaction():
+                await best.scored(first, of("old", 31, 3.0), top_change)
+            earlier = first.transaction()
+            await earlier.start()
+            [dee] = await best.scored(first, of("dee", 32, 2.0), top_change)
+            later = second.transaction()
+            await later.start()
+            judging = asyncio.ensure_future(best.scored(second, of("eve", 33, 1.0), top_change))
+            await blocked(first, second.get_server_pid())
+            await earlier.commit()
+            [eve] = await judging
+            await later.commit()
+            assert [e.user_id for e in dee.top] == ["dee", "old"]
+            assert [e.user_id for e in eve.previous_top] == ["dee", "old"]
+            assert [e.user_id for e in eve.top] == ["eve", "dee", "old"]
     finally:
         await pool.close()
