@@ -12,8 +12,9 @@ import asyncpg
 import httpx
 import nats
 import psutil
+from nats.js.api import DeliverPolicy
 
-from schemas.events import LeaderboardRankChanged
+from schemas.events import LeaderboardRankChanged, ScoreComputed
 from schemas.streams import EVENTS
 from services.scorer.handlers import CONSUMERS
 
@@ -24,11 +25,18 @@ SEEN_WITHIN_S = 5.0  # a new #1 not seen by then counts as this late
 
 @dataclass
 class Watch:
-    """New #1s published and not yet seen, by each observer; how long each took to be seen."""
+    """New #1s published and not yet seen, by each observer; how long each took to be seen.
+
+    With the scorer on, a new #1's clock starts when the scorer's ScoreComputed for it is on the log (`scored`); until
+    then it is `awaiting`, and an observer that shows it already (the podium's event may arrive first) is noted."""
 
     pending: dict[str, dict[int, float]] = field(default_factory=lambda: {n: {} for n in OBSERVERS})
     seen: dict[str, list[float]] = field(default_factory=lambda: {n: [] for n in OBSERVERS})
     sequences: dict[int, int] = field(default_factory=dict)  # new #1 -> stream sequence of its ScoreComputed
+    awaiting: dict[int, float] = field(default_factory=dict)  # new #1 -> when its runs were published
+    early: dict[str, set[int]] = field(default_factory=lambda: {n: set() for n in OBSERVERS})
+    version: int = 0  # the newest standings version the ledger announced
+    unscored: int = 0  # awaited new #1s whose ScoreComputed did not come within SEEN_WITHIN_S
     wake: asyncio.Event = field(default_factory=asyncio.Event)
     drained: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -38,14 +46,32 @@ class Watch:
         self.drained.clear()
         self.wake.set()
 
+    def await_score(self, submission_id: int) -> None:
+        self.awaiting[submission_id] = time.monotonic()
+        self.drained.clear()
+
+    def scored(self, submission_id: int, sequence: int, observers: list[str]) -> None:
+        """The scorer's ScoreComputed of an awaited new #1 is on the log: its clock starts now."""
+        if self.awaiting.pop(submission_id, None) is None:
+            return
+        self.sequences[submission_id] = sequence
+        self.published(submission_id, time.monotonic(), observers)
+        if sequence <= self.version:
+            self.saw("projected", {submission_id})
+        for name in observers:
+            if submission_id in self.early[name]:
+                self.early[name].discard(submission_id)
+                self.saw(name, {submission_id})
+
     def _check_drained(self) -> None:
-        if not any(self.pending.values()):
+        if not any(self.pending.values()) and not self.awaiting:
             self.drained.set()
 
     def saw(self, name: str, submission_ids: set[int]) -> None:
         now = time.monotonic()
         for submission_id in [s for s in self.pending[name] if s in submission_ids]:
             self.seen[name].append(now - self.pending[name].pop(submission_id))
+        self.early[name].update(s for s in submission_ids if s in self.awaiting)
         self._check_drained()
 
     def expire(self) -> None:
@@ -54,6 +80,9 @@ class Watch:
             for submission_id in [s for s, at in pending.items() if now - at > SEEN_WITHIN_S]:
                 pending.pop(submission_id)
                 self.seen[name].append(SEEN_WITHIN_S)
+        for submission_id in [s for s, at in self.awaiting.items() if now - at > SEEN_WITHIN_S]:
+            self.awaiting.pop(submission_id)
+            self.unscored += 1
         self._check_drained()
 
 
@@ -87,9 +116,18 @@ async def watch_podium(client, watch: Watch):
     return await client.subscribe(LeaderboardRankChanged.subject, cb=on_change)
 
 
+async def watch_scores(client, watch: Watch, observers: list[str]):
+    """The scorer's ScoreComputed events as the log holds them (their stream sequence), from now on."""
+    async def on_score(message) -> None:
+        watch.scored(json.loads(message.data)["submission_id"], message.metadata.sequence.stream, observers)
+    return await client.jetstream().subscribe(ScoreComputed.subject, cb=on_score, ordered_consumer=True,
+                                              deliver_policy=DeliverPolicy.NEW)
+
+
 async def watch_projection(database_url: str, watch: Watch) -> asyncpg.Connection:
     def on_move(_conn, _pid, _channel, payload: str) -> None:
         version = json.loads(payload)["version"]
+        watch.version = max(watch.version, version)
         watch.saw("projected", {s for s, seq in watch.sequences.items() if seq <= version})
     conn = await asyncpg.connect(database_url)
     await conn.add_listener("kb_standings", on_move)

@@ -4,7 +4,8 @@ The stack and the history are bench/read.py's (embedded NATS and Postgres, the l
 subprocesses, a board filled with N ranked submissions by U users through the real ledger). Then, in phases, new
 ranked submissions are published at a steady rate (none, 5/s, 50/s), each a new best for its user and one in ten a
 new #1, while `wrk` reads `GET /submissions/{board}/{gpu}?limit=20` at c=64. Each phase prints wrk's req/s, p50 and
-p99, how long a new #1 took from the publish of its ScoreComputed to the ranking (and to the web page, and, with the
+p99, how long a new #1 took from the publish of its ScoreComputed (the bench's; with the scorer on, the scorer's
+own, once it has judged the runs) to the ranking (and to the web page, and, with the
 scorer on, to the LeaderboardRankChanged that Discord's podium follows), and the CPU each process used. By default
 the scorer runs from the start (it judges the history as it is filled, as the issue's measurement had it) and the
 phases run with it on, then again once it is stopped.
@@ -34,10 +35,20 @@ import nats
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from freshness import Watch, cpu_seconds, scorer_idle, watch_http, watch_podium, watch_projection  # noqa: E402
+from freshness import (  # noqa: E402
+    SEEN_WITHIN_S,
+    Watch,
+    cpu_seconds,
+    scorer_idle,
+    watch_http,
+    watch_podium,
+    watch_projection,
+    watch_scores,
+)
 from ranked_events import ranked_history, submission_events, users  # noqa: E402
 from read import BOARD, GPU, PUBLISH_WINDOW, projected, wrk  # noqa: E402
 
+from schemas.events import ScoreComputed, SubmissionFinished  # noqa: E402
 from schemas.streams import EVENTS  # noqa: E402
 from services.kit.bus import MSG_ID_HEADER, encode  # noqa: E402
 from services.kit.db import apply_migrations  # noqa: E402
@@ -74,15 +85,23 @@ class Live:
         return self.next_id, self.people[user_id], score, new_top
 
 
-async def publish_live(js, live: Live, rate: float, stop: asyncio.Event, watch: Watch, observers: list[str]) -> int:
-    """Publish new ranked submissions at `rate` per second until `stop`; how many."""
+async def publish_live(js, live: Live, rate: float, stop: asyncio.Event, watch: Watch, observers: list[str],
+                       scorer: bool) -> int:
+    """Publish new ranked submissions at `rate` per second until `stop`; how many. With the `scorer` on, only what
+    comes before its judging (received, accepted, the runs' results): the clock of a new #1 starts at the scorer's
+    ScoreComputed. Published by the bench too, its copy could reach the scorer's score consumer before the judging,
+    which would then find the best already moved and announce nothing."""
     started, tasks = time.monotonic(), set()
 
     async def one() -> None:
         submission_id, person, score, new_top = live.next()
         events = submission_events(submission_id, BOARD, GPU, person, score * 1e9, datetime.now(UTC), secret=True)
+        if scorer:  # its score and its end are the scorer's to publish, once it has judged the runs
+            events = [e for e in events if not isinstance(e, ScoreComputed | SubmissionFinished)]
+            if new_top:
+                watch.await_score(submission_id)
         for event in events:
-            watched = new_top and event.subject == "evt.score.computed"
+            watched = new_top and not scorer and event.subject == "evt.score.computed"
             if watched:
                 watch.published(submission_id, time.monotonic(), observers)
             ack = await js.publish(event.subject, encode(event), headers={MSG_ID_HEADER: event.message_id},
@@ -145,15 +164,15 @@ async def phase(nats_url: str, database_url: str, url: str, live: Live, rate: fl
                 pids: dict[str, int], connections: int, page_every_s: float) -> dict:
     client = await nats.connect(nats_url)
     watch, stop, publishing_stop = Watch(), asyncio.Event(), asyncio.Event()
-    subscription = await watch_podium(client, watch) if scorer else None
+    observers = ["projected", "ranking", *(["page"] if page_every_s else []), *(["podium"] if scorer else [])]
+    subscriptions = [await watch_podium(client, watch), await watch_scores(client, watch, observers)] if scorer else []
     listening = await watch_projection(database_url, watch)
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         workers = [asyncio.ensure_future(watch_http(http, "ranking", RANKING, watch, stop))]
         if page_every_s:
             workers.append(asyncio.ensure_future(watch_http(http, "page", PAGE, watch, stop, page_every_s)))
-        observers = ["projected", "ranking", *(["page"] if page_every_s else []), *(["podium"] if scorer else [])]
         publisher = (asyncio.ensure_future(publish_live(client.jetstream(), live, rate, publishing_stop, watch,
-                                                          observers))
+                                                          observers, scorer))
                      if rate else None)
         await asyncio.sleep(1.0 if rate else 0)  # the stream is flowing before wrk starts
         cpu_before = cpu_seconds(pids)
@@ -168,10 +187,12 @@ async def phase(nats_url: str, database_url: str, url: str, live: Live, rate: fl
         await watch.drained.wait()  # the last new #1s on their way (the watchers expire them after SEEN_WITHIN_S)
         stop.set()
         await asyncio.gather(*workers)
-    if subscription is not None:
+    for subscription in subscriptions:
         await subscription.unsubscribe()
     await client.close()
     await listening.close()
+    if watch.unscored:
+        trouble += f" ({watch.unscored} new #1s never scored within {SEEN_WITHIN_S:g} s)"
     return {"rate": rate_read, "p50": p50, "p99": p99, "trouble": trouble, "sent": sent, "cpu": cpu,
             "fresh": {name: sorted(values) for name, values in watch.seen.items() if values}}
 
