@@ -48,3 +48,42 @@ def test_a_users_rank_is_the_rankings_rank_ties_sharing_it(database_url):
     assert mine == ranking
     assert [mine[p.user_id] for p in PEOPLE] == [(2, 1), (3, 1), (4, 3), (5, 4)]
     assert nobody is None
+
+
+async def read_with_results(database_url: str, events, offset: int, known) -> tuple:
+    pool = await create_pool(database_url, 2)
+    try:
+        async with pool.acquire() as conn, conn.transaction():
+            await conn.execute("TRUNCATE leaderboards, users, submissions, jobs, run_requests, runs, scores, "
+                               "standings, standing_versions, precheck_verdicts, event_archive RESTART IDENTITY")
+            await project_batch(conn, list(enumerate([identity_board(BOARD, [GPU]), *PEOPLE, *events], start=1)))
+        board = (await board_reads.leaderboard(pool, BOARD))["id"]
+        whole = await standing_reads.ranking_with_results(pool, board, GPU, None, offset)
+        told = await standing_reads.ranking_with_results(pool, board, GPU, None, offset, known)
+        return whole, told
+    finally:
+        await pool.close()
+
+
+def test_a_ranking_reads_only_the_results_whose_interval_its_reader_has_not_kept(database_url):
+    """A live board's page is read again at every move: the runs whose intervals the reader keeps are not read again,
+    the others come with the same result map as in the one-query read, and the entry above the page comes too."""
+    apply_migrations(database_url)
+    ann, bob, cy, dan = PEOPLE
+    plan = [(1, ann, 5_000), (2, bob, 6_000), (3, cy, 7_000), (4, dan, 8_000)]
+    events = [event for sid, who, ns in plan
+              for event in submission_events(sid, BOARD, GPU, who, ns, T0 + timedelta(minutes=sid))]
+    asked = []
+
+    def known(run_id: str, ranking_by: str) -> bool:
+        asked.append(ranking_by)
+        return not run_id.startswith(("2.", "4."))  # bob's and dan's intervals are not kept
+
+    (above, rows), (told_above, told) = asyncio.run(read_with_results(database_url, events, 1, known))
+
+    assert above["user_id"] == told_above["user_id"] == ann.user_id
+    assert [(r["user_id"], r["rank"]) for r in told] == [(r["user_id"], r["rank"]) for r in rows] == [
+        (bob.user_id, 2), (cy.user_id, 3), (dan.user_id, 4)]
+    assert all(r["stage_result"] for r in rows) and set(asked) == {rows[0]["ranking_by"]}
+    assert [r["stage_result"] for r in told] == [rows[0]["stage_result"], None, rows[2]["stage_result"]]
+    assert told_above["stage_result"] is None

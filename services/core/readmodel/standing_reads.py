@@ -4,6 +4,8 @@ computed from (services/core/rules/noise.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+
 import asyncpg
 
 from services.core.readmodel.submission_reads import MAX_BIGINT
@@ -20,7 +22,7 @@ WHERE leaderboard_id = $1 AND gpu = $2 ORDER BY score, submitted_at, submission_
 RANKING = f"""
 WITH page AS ({STANDINGS_PAGE}), ranked AS (SELECT *, RANK() OVER (ORDER BY score) AS page_rank FROM page)
 SELECT submission_id, user_id, score, submitted_at, run_id, file_name, user_name,
-       CASE WHEN page_rank = 1
+       CASE WHEN page_rank = 1 AND $4 > 0
             THEN 1 + (SELECT count(*) FROM standings b WHERE b.leaderboard_id = $1 AND b.gpu = $2
                       AND b.score < (SELECT min(score) FROM page))
             ELSE $4 + page_rank END AS rank
@@ -51,6 +53,22 @@ ORDER BY b.score, b.submitted_at, b.submission_id
 """
 
 
+# RANKING's rows with the board's ranking rule alone; the results a reader has not kept the interval of come from
+# STAGE_RESULTS. While a board is live its page is read again at every move, and only the entry that moved is new:
+# joining every shown entry's run (RANKING_WITH_RESULTS) cost most of a 500-row read.
+RANKING_WITH_RULE = f"""
+WITH ranking AS ({RANKING})
+SELECT b.*, (SELECT l.ranking_by FROM leaderboards l WHERE l.id = $1) AS ranking_by
+FROM ranking b ORDER BY b.score, b.submitted_at, b.submission_id
+"""
+STAGE_RESULTS = """
+SELECT run_id, (result -> 'run' -> 'result')::text AS stage_result FROM runs
+WHERE run_id = ANY($1::text[]) AND stage = 'leaderboard'
+"""
+
+Known = Callable[[str, str], bool]  # (run_id, ranking rule) -> the reader has kept that run's interval
+
+
 async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int | None, offset: int):
     return await pool.fetch(RANKING, leaderboard_id, gpu, limit, min(offset, MAX_BIGINT))
 
@@ -66,12 +84,21 @@ async def submission_count(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, us
 
 
 async def ranking_with_results(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int | None,
-                               offset: int = 0) -> tuple[asyncpg.Record | None, list[asyncpg.Record]]:
+                               offset: int = 0, known: Known | None = None) -> tuple[Mapping | None, list[Mapping]]:
     """The entry just above the page at `offset` (None on the first page), whose interval says whether the page's
-    first entry ties, and the page."""
+    first entry ties, and the page; each row with its `stage_result`, None for the runs `known` says are kept."""
     above = 1 if offset > 0 else 0
-    rows = await pool.fetch(RANKING_WITH_RESULTS, leaderboard_id, gpu, None if limit is None else limit + above,
-                            min(offset, MAX_BIGINT) - above)
+    arguments = (leaderboard_id, gpu, None if limit is None else limit + above, min(offset, MAX_BIGINT) - above)
+    if known is None:
+        rows: list[Mapping] = list(await pool.fetch(RANKING_WITH_RESULTS, *arguments))
+    else:
+        rows = await _unknown_results(pool, await pool.fetch(RANKING_WITH_RULE, *arguments), known)
     if not above:
-        return None, list(rows)
-    return (rows[0], list(rows[1:])) if rows else (None, [])
+        return None, rows
+    return (rows[0], rows[1:]) if rows else (None, [])
+
+
+async def _unknown_results(pool: asyncpg.Pool, rows, known: Known) -> list[Mapping]:
+    unknown = [row["run_id"] for row in rows if row["run_id"] and not known(row["run_id"], row["ranking_by"])]
+    results = dict(await pool.fetch(STAGE_RESULTS, unknown)) if unknown else {}
+    return [{**row, "stage_result": results.get(row["run_id"])} for row in rows]

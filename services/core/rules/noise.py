@@ -108,6 +108,11 @@ class RunIntervals:
                     self._kept.popitem(last=False)
         return interval
 
+    def knows(self, run_id: str, ranking_by: str) -> bool:
+        """Whether the run's interval under that rule is kept: a reader need not read its result again."""
+        with self._lock:
+            return (run_id, ranking_by) in self._kept
+
     def noise(self, rows: Sequence[Mapping], ranking_by: str) -> list[Noise]:
         """ranking_noise of ranking rows carrying `run_id` and `stage_result` (JSON text), in rank order."""
         return ranking_noise([self.interval(row["run_id"], row["stage_result"], ranking_by) for row in rows])

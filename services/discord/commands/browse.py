@@ -120,7 +120,7 @@ async def show(ctx, interaction: discord.Interaction, leaderboard: str, gpu: str
     pages = []
     for name in [gpu] if gpu else gpus:
         _, ranking = await standing_reads.ranking_with_results(ctx.pool, row["id"], name,
-                                                                   RANKING_SIZE * RANKING_PAGES)
+                                                                   RANKING_SIZE * RANKING_PAGES, known=INTERVALS.knows)
         pages.extend(ranking_pages(row["name"], name, ranking))
     pages = pages or [f"**{row['name']}** runs on no GPU."]
     view = Pages(pages, interaction.user.id) if len(pages) > 1 else None

@@ -43,7 +43,8 @@ def renderer(pool: asyncpg.Pool, board, gpu: str, variant: Hashable) -> Render:
 
         async def ranking() -> bytes:
             # the entry above the page too: whether the page's first entry ties is told against it (core/noise.py)
-            above, rows = await standing_reads.ranking_with_results(pool, board_id, gpu, limit, offset)
+            above, rows = await standing_reads.ranking_with_results(pool, board_id, gpu, limit, offset,
+                                                                     INTERVALS.knows)
             ranking_by = rows[0]["ranking_by"] if rows else ""
             noise = INTERVALS.noise(([above] if above else []) + rows, ranking_by)
             return _json([views.ranking_entry(row, board_name, gpu, entry_noise)

@@ -59,7 +59,7 @@ async def context(pool: asyncpg.Pool, cache: StandingsCache, board, gpu: str, ve
 async def _standing_view(pool: asyncpg.Pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
     """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
     (and room for the plot drawn from them)."""
-    rows, plotted = await asyncio.gather(pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS),
+    rows, plotted = await asyncio.gather(pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS, INTERVALS.knows),
                                          pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS))
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"]) for r in plotted]
     # off the event loop: a live board's page is drawn again at every move, and the rankings' answers must not wait

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncpg
 
-from services.core.readmodel.standing_reads import ranking_with_results
+from services.core.readmodel.standing_reads import Known, ranking_with_results
 
 # The standing entries in time order, for the plot of the best score over time: each user's best, the step line
 # the records among them. Bounded by the number of users, not of attempts.
@@ -21,10 +21,10 @@ ORDER BY s.submitted_at DESC, s.id DESC LIMIT $2
 """
 
 
-async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
+async def ranking(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int, known: Known):
     """The API's ranking (docs/http-api.md "Public reads") with each entry's leaderboard stage result map, for its
-    interval."""
-    return (await ranking_with_results(pool, leaderboard_id, gpu, limit))[1]
+    interval, but those `known` says are kept."""
+    return (await ranking_with_results(pool, leaderboard_id, gpu, limit, known=known))[1]
 
 
 async def attempts(pool: asyncpg.Pool, leaderboard_id: int, gpu: str, limit: int):
