@@ -46,9 +46,9 @@ async def scored(conn: asyncpg.Connection, computed: ScoreComputed, make: MakeCh
     """A new score only adds: it becomes its user's best when it is better, without reading the user's other scores
     (constant cost however long their history); a rank change when the board's top moved."""
     board = (computed.leaderboard, computed.gpu)
-    await best_repository.lock_board(conn, *board)  # the top read here is the one the last judging committed
+    await best_repository.hold(conn, computed)  # the top read here is the one the last judging committed
     before = await repository.top(conn, *board)
-    if not await best_repository.improve(conn, computed):
+    if not await best_repository.improve(conn, computed, held=True):
         return []
     after = await repository.top(conn, *board)
     return [make(*board, rank_entries(after), rank_entries(before))] if after != before else []

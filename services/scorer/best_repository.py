@@ -10,6 +10,7 @@ whose best leaves the board (deleted, its board deleted, its score withdrawn) st
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Sequence
 
 import asyncpg
@@ -85,15 +86,15 @@ RETURNING 1
 """
 # Two judgings of one user's submissions at once would each refresh from what it sees, and the later would overwrite
 # the other's better score: a refresh holds its keys (in one order, with the table first, as a rescore takes it).
-LOCK_TABLE = "LOCK TABLE scorer_best IN ROW EXCLUSIVE MODE"
-KEY_LOCKS = """
-SELECT count(pg_advisory_xact_lock(8232, h)) FROM (
-    SELECT DISTINCT hashtext(leaderboard || chr(1) || gpu || chr(1) || user_id) AS h
-    FROM unnest($1::text[], $2::text[], $3::text[]) AS k(leaderboard, gpu, user_id) ORDER BY h) AS held
-"""
 # Two new #1s judged at once would each read the board's top before the other's commit, and each announce that it took
-# #1 from the old one: a new score's judging holds its board from the top it reads before to its commit.
-BOARD_LOCK = "SELECT pg_advisory_xact_lock(8233, hashtext($1 || chr(1) || $2))"
+# #1 from the old one: a new score's judging also holds its board, from the top it reads before to its commit.
+# The lock numbers are computed here (lock_number), so a judging takes the table, its board and its key in one round
+# trip.
+LOCK_TABLE = "LOCK TABLE scorer_best IN ROW EXCLUSIVE MODE"
+KEY_LOCK, BOARD_LOCK = 8232, 8233
+KEY_LOCKS = f"""
+SELECT count(pg_advisory_xact_lock({KEY_LOCK}, n)) FROM (SELECT DISTINCT unnest($1::int[]) AS n ORDER BY n) AS held
+"""
 SUBMISSION_KEYS = "SELECT DISTINCT leaderboard, gpu, user_id FROM scorer_scores WHERE submission_id = $1"
 # Removing submissions can only take rows away or put a user's other score in their place: the rows there are the keys.
 BOARD_KEYS = "SELECT leaderboard, gpu, user_id FROM scorer_best WHERE lower(leaderboard) = lower($1)"
@@ -123,17 +124,21 @@ async def record(conn: asyncpg.Connection, events: Iterable[Event]) -> list[Key]
     return keys
 
 
-async def lock_board(conn: asyncpg.Connection, leaderboard: str, gpu: str) -> None:
-    """Hold a board's top against another new score's judging until this transaction ends (the table first, as
-    every lock of the best table is taken)."""
-    await conn.execute(LOCK_TABLE)
-    await conn.execute(BOARD_LOCK, leaderboard, gpu)
+async def hold(conn: asyncpg.Connection, event: ScoreComputed) -> None:
+    """Hold the score's board against another new score's judging, and its key against a refresh, until this
+    transaction ends."""
+    board = lock_number(event.leaderboard, event.gpu)
+    key = lock_number(event.leaderboard, event.gpu, event.user_id)
+    # numbers made here, not text a user chose: one simple-protocol round trip for the three locks
+    await conn.execute(f"{LOCK_TABLE}; SELECT pg_advisory_xact_lock({BOARD_LOCK}, {board}), "
+                       f"pg_advisory_xact_lock({KEY_LOCK}, {key})")
 
 
-async def improve(conn: asyncpg.Connection, event: ScoreComputed) -> bool:
-    """Keep a computed score and make it its user's best when it is: whether the best table changed."""
-    await lock_board(conn, event.leaderboard, event.gpu)
-    await _lock(conn, [(event.leaderboard, event.gpu, event.user_id)])
+async def improve(conn: asyncpg.Connection, event: ScoreComputed, *, held: bool = False) -> bool:
+    """Keep a computed score and make it its user's best when it is: whether the best table changed. `held`: the
+    caller took `hold` already."""
+    if not held:
+        await hold(conn, event)
     return await conn.fetchval(IMPROVE, event.submission_id, event.gpu, event.leaderboard, event.user_id,
                                event.user_name, event.score, event.submitted_at) is not None
 
@@ -144,14 +149,21 @@ async def refresh(conn: asyncpg.Connection, keys: Sequence[Key]) -> None:
         await conn.execute(REFRESH, *_columns(keys))
 
 
+def lock_number(*parts: str) -> int:
+    """An advisory lock's number for these parts, the same in every process (Python's hash() of text is salted per
+    process), in Postgres's int4 range."""
+    return zlib.crc32("\x01".join(parts).encode()) - 2**31
+
+
 def _columns(keys: Sequence[Key]) -> tuple[list[str], list[str], list[str]]:
     return [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys]
 
 
 async def _lock(conn: asyncpg.Connection, keys: Sequence[Key]) -> None:
-    """Hold `keys` against a refresh or an improvement of them in another transaction, until this one ends."""
+    """Hold `keys` against a refresh or an improvement of them in another transaction, until this one ends: the
+    table first, then the keys in ascending order, as every transaction takes them."""
     await conn.execute(LOCK_TABLE)
-    await conn.fetchval(KEY_LOCKS, *_columns(keys))
+    await conn.fetchval(KEY_LOCKS, [lock_number(*key) for key in keys])
 
 
 def _keys(rows) -> list[Key]:

@@ -75,9 +75,14 @@ def _best_fraction(measured: Measured, fraction: float) -> Hold | None:
                                  f"the board's best, {_time(best * 1e9)}")
 
 
+def compares_cases(means: list[float], floors_ns: list[float], rules: FloorRules) -> bool:
+    """Whether the `sibling` rule looks at these case means (and so at the board's per-case median)."""
+    return rules.sibling_ratio > 0 and len(means) >= 2 and not floors_ns and all(m > 0 for m in means)
+
+
 def _sibling(measured: Measured, ratio: float) -> Hold | None:
     means = measured.case_means_ns
-    if ratio <= 0 or len(means) < 2 or measured.floors_ns or any(m <= 0 for m in means):
+    if not compares_cases(means, measured.floors_ns, FloorRules(sibling_ratio=ratio)):
         return None
     reference = measured.reference_means_ns
     compared = reference is not None and len(reference) == len(means) and all(r > 0 for r in reference)

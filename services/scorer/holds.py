@@ -25,9 +25,11 @@ async def review(conn: asyncpg.Connection, leaderboard: str, planned, verdicts: 
     held: dict[str, floor.Hold] = {}
     for score in decision.scores:
         public = next(run for run in planned if run.run_id == score.run_id)
-        best = await floor_repository.board_best(conn, leaderboard, score.gpu)
         means = verdicts[score.run_id].case_means_ns
-        entries = await floor_repository.board_case_means(conn, leaderboard, score.gpu) if best else []
+        # each read only where a rule would look at it: both cost a round trip on every judging
+        best = await floor_repository.board_best(conn, leaderboard, score.gpu) if rules.best_fraction > 0 else None
+        entries = (await floor_repository.board_case_means(conn, leaderboard, score.gpu)
+                   if floor.compares_cases(means, public.floor_ns, rules) else [])
         measured = floor.Measured(score.gpu, score.score, means, public.floor_ns, best[0] if best else None,
                                   floor.per_case_median(entries, len(means)))
         found = floor.hold(measured, rules)
