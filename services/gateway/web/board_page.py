@@ -40,35 +40,45 @@ async def context(pool: asyncpg.Pool, cache: StandingsCache, board, gpu: str, ve
     later."""
     ranking_by = board["ranking_by"]
     variant = ("page", ranking_by)  # intervals follow the board's rule, which can change without a new standing
-    cached = await cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu))
+    # the queue beside the standings, not after them: each wait of a busy gateway's loop costs a turn of all its
+    # connections, and a live board's page is awaited by everyone refreshing it
+    cached, queue_rows = await asyncio.gather(
+        cache.fetch(board["id"], gpu, version, variant, lambda: _standing_view(pool, board, gpu)),
+        queue_reads.queue(pool, gpu))
     table, attempts, plots = cached.value
     now = datetime.now(UTC)
-    # the plot ends now, and its label shows the minute: drawn once a minute per version of the standings (taken
-    # before the next await, since a request of the next minute may replace it meanwhile)
-    minute = now.replace(second=0, microsecond=0)
-    plot = plots.get(minute)
-    if plot is None:
+    plot = plots.get(_minute(now))
+    if plot is None:  # the standings' version outlived the minute it was drawn in
+        plot = await asyncio.to_thread(best_over_time, attempts, now)
         plots.clear()
-        plot = plots[minute] = await asyncio.to_thread(best_over_time, attempts, now)
-    queue = views.runner_queue(gpu, await queue_reads.queue(pool, gpu))
+        plots[_minute(now)] = plot
+    queue = views.runner_queue(gpu, queue_rows)
     return {"board": board, "gpu": gpu, "gpus": sorted(board["gpus"]), "ranked": bool(attempts), "table": table,
             "ranking_by": ranking_by, "deadline": shown(board["deadline"]), "ended": board["deadline"] < now,
             "plot": plot, "queue": queue_text(queue)}
 
 
+def _minute(moment: datetime) -> datetime:
+    """The plot ends now, and its label shows the minute: it is drawn once a minute per version of the standings."""
+    return moment.replace(second=0, microsecond=0)
+
+
 async def _standing_view(pool: asyncpg.Pool, board, gpu: str) -> tuple[Markup, list[Attempt], dict]:
     """What the page shows of the standings: the ranking table with each entry's interval, the points of the plot
-    (and room for the plot drawn from them)."""
+    and the plot drawn from them, by the minute it was drawn in."""
     rows, plotted = await asyncio.gather(pages_repository.ranking(pool, board["id"], gpu, RANKING_ROWS, INTERVALS.knows),
                                          pages_repository.attempts(pool, board["id"], gpu, PLOT_POINTS))
     attempts = [Attempt(r["submitted_at"], r["score"], r["user_name"]) for r in plotted]
-    # off the event loop: a live board's page is drawn again at every move, and the rankings' answers must not wait
-    # for a whole table (Python hands the loop back every few milliseconds)
-    return await asyncio.to_thread(_table, rows, board["ranking_by"]), attempts, {}
+    # off the event loop, table and plot in one hand-over: a live board's page is drawn again at every move, and the
+    # rankings' answers must not wait for a whole table (Python hands the loop back every few milliseconds)
+    table, plot, now = await asyncio.to_thread(_drawn, rows, board["ranking_by"], attempts)
+    return table, attempts, {_minute(now): plot}
 
 
-def _table(rows, ranking_by: str) -> Markup:
-    return Markup(render("ranking_table.html", rows=ranking_rows(rows, INTERVALS.noise(rows, ranking_by))))
+def _drawn(rows, ranking_by: str, attempts: list[Attempt]) -> tuple[Markup, Markup, datetime]:
+    now = datetime.now(UTC)
+    table = Markup(render("ranking_table.html", rows=ranking_rows(rows, INTERVALS.noise(rows, ranking_by))))
+    return table, best_over_time(attempts, now), now
 
 
 def queue_text(queue: dict) -> str:
