@@ -69,13 +69,12 @@ document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, ScoreHeld, 
 
 
 async def judge_if_complete(conn, submission_id: int) -> list[Event]:
-    found = await repository.submission(conn, submission_id)
+    found = await repository.submission_and_verdicts(conn, submission_id)
     if found is None:
         return []  # the acceptance has not arrived yet; it judges when it does
-    row, planned = found
+    row, planned, verdicts = found
     if row["finished"]:
         return []
-    verdicts = await repository.verdicts(conn, submission_id)
     if any(run.run_id not in verdicts for run in planned):
         return []
     decision = scoring.decide(row["mode"], planned, verdicts)

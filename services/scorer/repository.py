@@ -19,6 +19,12 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING
 """
 SET_HOLD = "UPDATE scorer_submissions SET precheck_hold = $2 WHERE submission_id = $1"
 SUBMISSION = "SELECT * FROM scorer_submissions WHERE submission_id = $1"
+# The submission and its runs' verdicts in one round trip: a judging reads both for each of its events.
+SUBMISSION_AND_VERDICTS = """
+SELECT s.*, (SELECT COALESCE(jsonb_object_agg(r.run_id, r.outcome), '{}'::jsonb) FROM scorer_runs r
+             WHERE r.submission_id = s.submission_id) AS verdicts
+FROM scorer_submissions s WHERE s.submission_id = $1
+"""
 RUN_INSERT = """
 INSERT INTO scorer_runs (run_id, submission_id, gpu, mode, secret, outcome) VALUES ($1, $2, $3, $4, $5, $6)
 ON CONFLICT (run_id) DO NOTHING RETURNING 1
@@ -70,6 +76,15 @@ async def submission(conn: asyncpg.Connection, submission_id: int):
         return None
     planned = [PlannedRun.model_validate(r) for r in row["planned_runs"]]
     return row, planned
+
+
+async def submission_and_verdicts(conn: asyncpg.Connection, submission_id: int):
+    """`submission` with its runs' verdicts by run id; None before its acceptance has arrived."""
+    row = await conn.fetchrow(SUBMISSION_AND_VERDICTS, submission_id)
+    if row is None:
+        return None
+    planned = [PlannedRun.model_validate(r) for r in row["planned_runs"]]
+    return row, planned, {run_id: RunVerdict(**outcome) for run_id, outcome in row["verdicts"].items()}
 
 
 async def add_verdict(conn: asyncpg.Connection, run_id: str, submission_id: int, gpu: str, mode: str, secret: bool,
