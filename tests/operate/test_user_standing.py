@@ -15,14 +15,19 @@ from tests.support.platform import identity_board
 PEOPLE = users(4, first_id=600)
 
 
+async def projected(pool, events) -> int:
+    """The board and PEOPLE projected by the ledger's own code with `events`, on an empty read model: its id."""
+    async with pool.acquire() as conn, conn.transaction():
+        await conn.execute("TRUNCATE leaderboards, users, submissions, jobs, run_requests, runs, scores, "
+                           "standings, standing_versions, precheck_verdicts, event_archive RESTART IDENTITY")
+        await project_batch(conn, list(enumerate([identity_board(BOARD, [GPU]), *PEOPLE, *events], start=1)))
+    return (await board_reads.leaderboard(pool, BOARD))["id"]
+
+
 async def standings_and_ranking(database_url: str, events) -> tuple[dict, dict, object]:
     pool = await create_pool(database_url, 2)
     try:
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute("TRUNCATE leaderboards, users, submissions, jobs, run_requests, runs, scores, "
-                               "standings, standing_versions, precheck_verdicts, event_archive RESTART IDENTITY")
-            await project_batch(conn, list(enumerate([identity_board(BOARD, [GPU]), *PEOPLE, *events], start=1)))
-        board = (await board_reads.leaderboard(pool, BOARD))["id"]
+        board = await projected(pool, events)
         ranking = {r["user_id"]: (r["submission_id"], r["rank"])
                    for r in await standing_reads.ranking(pool, board, GPU, None, 0)}
         mine = {}
@@ -53,11 +58,7 @@ def test_a_users_rank_is_the_rankings_rank_ties_sharing_it(database_url):
 async def read_with_results(database_url: str, events, offset: int, known) -> tuple:
     pool = await create_pool(database_url, 2)
     try:
-        async with pool.acquire() as conn, conn.transaction():
-            await conn.execute("TRUNCATE leaderboards, users, submissions, jobs, run_requests, runs, scores, "
-                               "standings, standing_versions, precheck_verdicts, event_archive RESTART IDENTITY")
-            await project_batch(conn, list(enumerate([identity_board(BOARD, [GPU]), *PEOPLE, *events], start=1)))
-        board = (await board_reads.leaderboard(pool, BOARD))["id"]
+        board = await projected(pool, events)
         whole = await standing_reads.ranking_with_results(pool, board, GPU, None, offset)
         told = await standing_reads.ranking_with_results(pool, board, GPU, None, offset, known)
         return whole, told
