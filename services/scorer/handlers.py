@@ -68,8 +68,10 @@ document_publishers(router, "scorer", (ScoreComputed, ScoreRejected, ScoreHeld, 
                                        ScoreRevised, RejudgeCompleted, SubmissionReinstated, RejudgeRequested))
 
 
-async def judge_if_complete(conn, submission_id: int) -> list[Event]:
-    found = await repository.submission_and_verdicts(conn, submission_id)
+async def judge_if_complete(conn, submission_id: int, found=None) -> list[Event]:
+    """Judge the submission once every planned run has its verdict; `found`: its submission_and_verdicts, when the
+    caller has read them."""
+    found = found or await repository.submission_and_verdicts(conn, submission_id)
     if found is None:
         return []  # the acceptance has not arrived yet; it judges when it does
     row, planned, verdicts = found
@@ -142,8 +144,7 @@ async def apply_run_completed(conn, event: RunCompleted) -> list[Event]:
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, event.mode,
                                         event.secret, verdict):
         return []  # this run was already judged: a duplicate report counts once
-    judged = await judge_if_complete(conn, event.submission_id)
-    return judged + await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
+    return await _judge_with_reruns(conn, event.submission_id)
 
 
 async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
@@ -151,8 +152,18 @@ async def apply_run_failed(conn, event: RunFailed) -> list[Event]:
     verdict = scoring.failed_run_verdict(event.reason, event.detail)
     if not await repository.add_verdict(conn, event.run_id, event.submission_id, event.gpu, "", False, verdict):
         return []
-    judged = await judge_if_complete(conn, event.submission_id)
-    return judged + await rejudge.judge_reruns(conn, event.submission_id, _same_hardware())
+    return await _judge_with_reruns(conn, event.submission_id)
+
+
+async def _judge_with_reruns(conn, submission_id: int) -> list[Event]:
+    """A run's verdict judges its submission when it was the last one, and any open rerun of it that it completes
+    (without a rerun open, and there rarely is one, no read of the reruns: a submission not accepted yet has none
+    that could be judged)."""
+    found = await repository.submission_and_verdicts(conn, submission_id)
+    judged = await judge_if_complete(conn, submission_id, found)
+    if found is None or not found[0]["reruns_open"]:
+        return judged
+    return judged + await rejudge.judge_reruns(conn, submission_id, _same_hardware())
 
 
 async def apply_precheck_cleared(conn, event: PrecheckCleared) -> list[Event]:

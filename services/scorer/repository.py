@@ -19,10 +19,13 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT DO NOTHING
 """
 SET_HOLD = "UPDATE scorer_submissions SET precheck_hold = $2 WHERE submission_id = $1"
 SUBMISSION = "SELECT * FROM scorer_submissions WHERE submission_id = $1"
-# The submission and its runs' verdicts in one round trip: a judging reads both for each of its events.
+# The submission, its runs' verdicts and whether a rerun of it is open, in one round trip: a judging reads them for
+# each of its events.
 SUBMISSION_AND_VERDICTS = """
 SELECT s.*, (SELECT COALESCE(jsonb_object_agg(r.run_id, r.outcome), '{}'::jsonb) FROM scorer_runs r
-             WHERE r.submission_id = s.submission_id) AS verdicts
+             WHERE r.submission_id = s.submission_id) AS verdicts,
+       EXISTS (SELECT 1 FROM scorer_reruns x WHERE x.submission_id = s.submission_id AND NOT x.finished)
+           AS reruns_open
 FROM scorer_submissions s WHERE s.submission_id = $1
 """
 RUN_INSERT = """
