@@ -14,8 +14,10 @@ from services.cli.main import app
 from services.dispatcher.catalogue import build_catalogue
 from services.dispatcher.default_gpus import (
     BUILDKITE_TOKEN_LACKS,
+    GITHUB_GPUS,
     GITHUB_REPOSITORY_LACKS,
     GITHUB_TOKEN_LACKS,
+    MODAL_GPUS,
     MODAL_LACKS,
     Credentials,
     default_catalogue,
@@ -117,7 +119,6 @@ def test_kernelbot_runners_lists_the_modal_gpus_active_and_what_each_other_entry
 
 
 def test_every_default_target_is_deployed_by_this_repository():
-    from services.dispatcher.default_gpus import GITHUB_GPUS, MODAL_GPUS
 
     repo = Path(__file__).resolve().parents[2]
     app_source = (repo / "deploy" / "modal" / "app.py").read_text()

@@ -12,6 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from services.cli.main import app
+from services.gateway.app import create_app
+from services.gateway.settings import GatewaySettings
+from services.kit import settings as kit
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 SKIPPED = {"__pycache__", ".venv", "node_modules", ".git"}
@@ -105,7 +110,6 @@ def test_an_invented_setting_is_caught(known_settings: set[str]):
 def cli():
     import typer
 
-    from services.cli.main import app
 
     return typer.main.get_command(app)
 
@@ -168,9 +172,6 @@ def test_an_invented_command_subcommand_or_option_is_caught(cli):
 
 @pytest.fixture(scope="module")
 def gateway():
-    from services.gateway.app import create_app
-    from services.gateway.settings import GatewaySettings
-    from services.kit import settings as kit
 
     return create_app(GatewaySettings(nats_url=kit.DEFAULT_NATS_URL, database_url=kit.DEFAULT_DATABASE_URL))
 

@@ -15,6 +15,10 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from schemas.envelope import Event
+from schemas.events import CATALOGUE
+from schemas.streams import ALL_STREAMS
+
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 PAGES = ("index", "quickstart", "authoring", "vendors", "architecture", "http-api", "operations", "discord")
@@ -76,8 +80,6 @@ def test_the_strict_build_fails_on_broken_docs(tmp_path: Path, damage: str):
 
 
 def test_the_architecture_page_lists_every_event_stream_and_table(site: Path):
-    from schemas.events import CATALOGUE
-    from schemas.streams import ALL_STREAMS
 
     page = text_of(site / "architecture" / "index.html")
     for event in CATALOGUE:
@@ -103,7 +105,6 @@ def test_the_http_page_lists_every_operation_of_the_committed_document(site: Pat
 def test_the_catalogue_is_generated_from_the_event_types():
     from docgen import catalogue
 
-    from schemas.envelope import Event
 
     class Nested(BaseModel):
         gadget: str

@@ -7,6 +7,7 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from tests.support.events import archived
+from tests.support.platform import Platform
 
 pytestmark = pytest.mark.slow
 
@@ -14,7 +15,6 @@ CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_text(
 
 
 def test_a_nats_restart_loses_nothing(nats_server, database_url, tmp_path):
-    from tests.support.platform import Platform
 
     platform = Platform(nats_server.url, database_url, tmp_path)
     platform.start()
@@ -38,7 +38,6 @@ def test_a_nats_restart_loses_nothing(nats_server, database_url, tmp_path):
 
 
 def test_a_postgres_restart_loses_nothing(postgres_server, nats_url, database_url, tmp_path):
-    from tests.support.platform import Platform
 
     platform = Platform(nats_url, database_url, tmp_path)
     platform.start()

@@ -9,11 +9,13 @@ import sys
 
 import pytest
 
+from services.cli.up import Stack
 from services.discord.settings import DiscordSettings
+from services.dispatcher.catalogue import build_catalogue
 from services.dispatcher.settings import DispatcherSettings
 from services.gateway.settings import GatewaySettings
 from services.kit.settings import ServiceSettings
-from services.kit.upstream_env import ALIASES, ConflictingSettings
+from services.kit.upstream_env import ALIASES, ConflictingSettings, env_value
 
 UPSTREAM = ("DATABASE_URL", "ADMIN_TOKEN", "DISCORD_TOKEN", "DISCORD_CLUSTER_STAGING_ID", "GITHUB_TOKEN",
             "PROBLEM_DEV_DIR", "HF_TOKEN", "HF_PUBLIC_DATASET", "HF_PRIVATE_DATASET", "CLI_DISCORD_CLIENT_ID", "CLI_DISCORD_CLIENT_SECRET",
@@ -75,7 +77,6 @@ def test_the_rest_of_upstreams_env_carries_over(monkeypatch):
 
 
 def test_the_github_repository_and_branch_fill_the_catalogue():
-    from services.dispatcher.catalogue import build_catalogue
 
     gpus = json.dumps({"gpus": {"MI300": {"backend": "github", "target": "amd_workflow.yml"}}})
     github = build_catalogue(gpus, {}, [], github={"repository": "gpu-mode/kernelbot", "ref": "staging"}).backends.github
@@ -160,7 +161,6 @@ def test_the_dispatcher_refuses_both_names_of_the_backup_github_token_in_one_lin
 
 
 def test_kernelbot_up_takes_upstreams_database_url_as_ours(monkeypatch):
-    from services.kit.upstream_env import env_value
 
     monkeypatch.setenv("DATABASE_URL", "postgresql://upstream/kb")
     assert env_value("database_url") == "postgresql://upstream/kb"
@@ -172,7 +172,6 @@ def test_kernelbot_up_takes_upstreams_database_url_as_ours(monkeypatch):
 
 
 def test_the_services_kernelbot_up_starts_get_the_database_by_our_name_only(monkeypatch, tmp_path):
-    from services.cli.up import Stack
 
     monkeypatch.setenv("DATABASE_URL", "postgresql://upstream/kb")
     up = Stack(data_dir=tmp_path, port=8000)

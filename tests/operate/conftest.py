@@ -14,6 +14,7 @@ import pytest
 
 from schemas.contracts import EvalResult, FullResult, RunResult, SystemInfo
 from schemas.events import RunCompleted
+from services.cli.main import app
 from services.kit.bus import publish_all
 from services.kit.embedded.databases import create_database, drop_database
 from tests.support.events import archived, query
@@ -32,7 +33,6 @@ def run_cli(platform: Platform, *args: str, check: bool = True, process: bool = 
     else:
         from typer.testing import CliRunner
 
-        from services.cli.main import app
 
         env = {k: v for k, v in platform.env().items() if k.startswith("KB_")}
         result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)

@@ -17,6 +17,7 @@ from schemas.events import (
 from services.kit.db import apply_migrations, create_pool
 from services.ledger.repository import project_batch
 from tests.operate.conftest import stage
+from tests.unit.test_projections import SYSTEM, TEST, completed, received
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 RUN = "5.H100.public"
@@ -71,7 +72,6 @@ def test_a_run_reported_before_its_request_is_recorded_as_if_in_order(database_u
 def ranked_run_events():
     """A submission's life, as the producers publish it: received, accepted, one run started and completed with a
     passing test stage, a benchmark that failed its check and a leaderboard stage that did not compile; finished."""
-    from tests.unit.test_projections import completed, received
 
     accepted = SubmissionAccepted(submission_id=7, leaderboard="grayscale", user_id="1", user_name="a",
                                   mode="test", ranking_by="last", submitted_at=T0, runs=[], occurred_at=T0)
@@ -145,7 +145,6 @@ def test_a_run_the_runner_failed_keeps_its_own_verdict(database_url):
 
 def test_the_harness_version_is_the_runners_account_when_it_has_one(database_url):
     """Under an unprotected harness the result channel may be the submission's: the runner's `harness` wins."""
-    from tests.unit.test_projections import SYSTEM, TEST
 
     apply_migrations(database_url)
     received, accepted, started, run, finished = ranked_run_events()

@@ -11,6 +11,7 @@ import yaml
 
 from runner.task.competition import CompetitionFileError, load_competition, parse_deadline
 from schemas.events import LeaderboardCreated, LeaderboardUpdated
+from schemas.precheck_events import PrecheckPolicySet
 from services.core.problems.sync import Board, ProblemSetNotFound, plan_sync
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
@@ -174,7 +175,6 @@ def test_a_competition_file_that_is_not_a_problem_list_is_an_error_naming_file_a
 
 
 def test_a_competition_file_sets_its_precheck_outcomes_per_problem_over_the_files(checkout):
-    from schemas.precheck_events import PrecheckPolicySet
 
     path = checkout / "pmpp_v2.yaml"
     competition = yaml.safe_load(path.read_text())

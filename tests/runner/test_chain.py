@@ -14,11 +14,13 @@ import sys
 import pytest
 
 from problems import PROBLEMS_ROOT
+from runner.__main__ import main as runner_main
 from runner.confinement.sandbox import SandboxPolicy
 from runner.stages.execute import execute
 from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
 from schemas.contracts import FullResult
+from services.cli.runners import start_up
 from tests.support.warm import warm_runner
 
 # A chain-speaking harness in a few lines: per stage it takes its pipes, writes a passing verdict, prints the stage
@@ -230,7 +232,6 @@ def test_the_runner_image_entry_point_runs_a_chain_in_one_forked_process(tiny_pa
 
 
 def test_verify_runs_shows_a_chained_stages_start_up_as_such():
-    from services.cli.runners import start_up
 
     timing = {"process_started": "2026-01-01T00:00:00+00:00", "harness_started": "2026-01-01T00:00:00.012000+00:00",
               "start": "warm"}
@@ -239,7 +240,6 @@ def test_verify_runs_shows_a_chained_stages_start_up_as_such():
 
 
 def test_a_runner_host_can_turn_the_chain_off(tiny_payload, tmp_path, monkeypatch):
-    from runner.__main__ import main as runner_main
 
     payload = tiny_payload(TINY_CHAIN.format(exit_in=""), mode="leaderboard", benchmarks=[{"size": 2, "seed": 3}])
     for switch, stages in (("true", ["test", "benchmark", "leaderboard"]), ("false", ["test"])):

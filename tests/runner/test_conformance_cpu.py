@@ -11,8 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from runner.conformance import CHECKS, HostCapabilities
+from problems import PROBLEMS_ROOT
+from runner.conformance import CHECKS, HostCapabilities, checks
+from runner.conformance.checks import side_stream
 from runner.conformance.report import CheckResult, summary_line
+from runner.conformance.runs import TRUTH_BINARY, CudaBuild, Outcome
+from runner.stages.cuda import find_nvcc
+from runner.stages.cuda_supervisor import SUPERVISOR_NAME
+from runner.task.taskfile import load_problem
+from schemas.contracts import FullResult, SystemInfo
 
 pytestmark = pytest.mark.slow
 
@@ -51,8 +58,6 @@ def test_the_cuda_sources_of_the_gpu_checks_compile(tmp_path):
     against the bundled problem's headers, with the harness's C++ standard and the H100 architecture."""
     import pytest
 
-    from problems import PROBLEMS_ROOT
-    from runner.stages.cuda import find_nvcc
 
     nvcc = find_nvcc()
     if nvcc is None:
@@ -78,10 +83,6 @@ def test_the_timing_noise_build_compiles_worker_supervisor_and_graph_truth(tmp_p
     three binaries link; running them needs a GPU."""
     import pytest
 
-    from runner.conformance.runs import TRUTH_BINARY, CudaBuild
-    from runner.stages.cuda import find_nvcc
-    from runner.stages.cuda_supervisor import SUPERVISOR_NAME
-    from runner.task.taskfile import load_problem
 
     if find_nvcc() is None:
         pytest.skip("nvcc is not installed")
@@ -93,8 +94,6 @@ def test_the_timing_noise_build_compiles_worker_supervisor_and_graph_truth(tmp_p
 
 
 def _outcome(error: str = "", mean_ns: float | None = None):
-    from runner.conformance.runs import Outcome
-    from schemas.contracts import FullResult, SystemInfo
 
     return Outcome(passed=not error, error=error, mean_ns=mean_ns,
                    result=FullResult(success=True, system=SystemInfo(gpu="conformance"), runs={}))
@@ -113,7 +112,6 @@ def _outcome(error: str = "", mean_ns: float | None = None):
 def test_a_gpu_check_passes_only_a_refusal_for_the_reason_it_expects(monkeypatch, name, error, status):
     """The checks' verdicts on what eval.cu answered, without a GPU: each run is replaced by the outcome given (the
     same-stream control of a side-stream check passes)."""
-    from runner.conformance import checks
 
     monkeypatch.setattr(checks, "source", lambda file: f"// {file}")
     monkeypatch.setattr(checks, "run", lambda task, code, *args: _outcome("", 1000.0) if "same_work" in code
@@ -126,7 +124,6 @@ def test_a_gpu_check_passes_only_a_refusal_for_the_reason_it_expects(monkeypatch
 
 @pytest.mark.parametrize(("cheat_ns", "status"), [(1000.0, "pass"), (920.0, "pass"), (850.0, "fail"), (500.0, "fail")])
 def test_a_side_stream_cheat_may_not_look_faster_than_the_noise_allows(cheat_ns, status):
-    from runner.conformance.checks import side_stream
 
     result = side_stream("cu_side_stream", _outcome("", 1000.0), _outcome("", cheat_ns))
     assert result.status == status, result.line()

@@ -17,9 +17,10 @@ from runner.task.competition import CompetitionFileError, load_competition
 from runner.task.harness_choice import STOCK_EVAL_PY, choose_harness, content_sha256
 from runner.task.payload import build_payload
 from runner.task.taskfile import TaskFileError, load_problem
+from services.cli.main import app
 from services.core.presentation.longreport import long_report
 from services.core.presentation.reports import render_text
-from services.core.problems.sync import plan_sync
+from services.core.problems.sync import Board, plan_sync
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "reference_kernels" / "problems"
 VECTORADD = FIXTURE / "pmpp_v2" / "vectoradd_py"
@@ -166,7 +167,6 @@ def test_the_competition_file_chooses_per_competition_and_per_problem(tmp_path):
 
 
 def test_switching_the_harness_of_a_board_needs_force(tmp_path):
-    from services.core.problems.sync import Board
 
     checkout = Path(shutil.copytree(FIXTURE, tmp_path / "problems"))
     created = {e.name: Board(e.name, e.task.model_dump(mode="json"), e.description, e.templates, e.deadline)
@@ -184,7 +184,6 @@ def test_switching_the_harness_of_a_board_needs_force(tmp_path):
 def test_boards_stored_before_the_new_default_need_force_only_where_the_harness_changes(tmp_path):
     """A board stored with the old default (`problem`) and a task.yml that does not say: a stock eval.py now gets
     ours, which changes its judge (force); our own eval.py was ours already (no change)."""
-    from services.core.problems.sync import Board
 
     checkout = Path(shutil.copytree(FIXTURE, tmp_path / "problems"))
     old = {e.name: Board(e.name, {**e.task.model_dump(mode="json"), "harness": "problem"}, e.description,
@@ -212,7 +211,6 @@ def test_the_long_report_names_a_protected_harness():
 def test_kernelbot_harness_identify_says_which_files_are_stock():
     from typer.testing import CliRunner
 
-    from services.cli.main import app
 
     custom = FIXTURE / "pmpp_v2" / "grayscale_py" / "eval.py"
     done = CliRunner().invoke(app, ["harness", "identify", str(FIXTURE / "pmpp_v2" / "eval.py"), str(custom)])

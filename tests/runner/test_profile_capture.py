@@ -13,9 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from runner.confinement.sandbox import RunSandbox, SandboxPolicy, sandbox_level
+from runner.launching.starter import Starter
 from runner.profilers.ncu import ncu_version
 from runner.stages import execute as execute_module
 from runner.stages.execute import execute
+from runner.stages.profile_stage import ConfinedTool
 from runner.task.profiling import decode_report
 from schemas.contracts import ProfileOptions, RunPayload, SystemInfo
 from tests.support.fakes import gpu_profilers
@@ -163,9 +166,6 @@ def test_rocprofv3_empty_and_crashing_captures_fail_the_stage(tmp_path, monkeypa
 def test_a_capture_written_in_the_full_sandbox_s_private_tmp_is_read_back_through_it():
     """In the full sandbox the run's TMPDIR is a tmpfs only the run's processes see; the capture's files are
     listed and read by confined helpers, which share it (the tool here is the interpreter writing like one)."""
-    from runner.confinement.sandbox import RunSandbox, SandboxPolicy, sandbox_level
-    from runner.launching.starter import Starter
-    from runner.stages.profile_stage import ConfinedTool
 
     if sandbox_level()[0] != "full":
         pytest.skip(f"the full sandbox is not available here: {sandbox_level()[1]}")

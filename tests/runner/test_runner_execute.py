@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import runner.stages.cuda
+from problems import PROBLEMS_ROOT
 from runner.__main__ import main as runner_main
 from runner.stages.cuda import find_nvcc
 from runner.stages.execute import execute
@@ -263,7 +264,6 @@ def test_cli_process_hides_an_environment_payload_from_proc(tiny_payload, tmp_pa
 
 
 def test_example_harness_exit_codes_before_any_case_runs(tmp_path):
-    from problems import PROBLEMS_ROOT
 
     harness = str(PROBLEMS_ROOT / "examples" / "eval.py")
     env = {key: value for key, value in os.environ.items() if not key.startswith("POPCORN_")}

@@ -16,7 +16,7 @@ import pytest
 
 from problems import PROBLEMS_ROOT
 from runner.confinement.sandbox import SandboxPolicy
-from runner.launching.warm_client import WarmLauncher
+from runner.launching.warm_client import WarmLauncher, fork_runner
 from runner.stages.execute import execute
 from runner.task.payload import build_payload
 from runner.task.taskfile import load_problem
@@ -303,7 +303,6 @@ def test_a_forked_runner_runs_in_the_sandbox_the_server_built_ahead_and_nothing_
     import glob
     import time
 
-    from runner.launching.warm_client import fork_runner
 
     launcher, server = warm
     runs = tmp_path / "runs"

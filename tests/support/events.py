@@ -6,6 +6,8 @@ import asyncio
 
 import asyncpg
 
+from schemas.streams import DEAD_LETTERS, EVENTS
+
 
 def archived(database_url: str, event_type: str, correlation_id: str | None = None) -> list[dict]:
     async def fetch():
@@ -40,7 +42,6 @@ def dead_letters(nats_url: str) -> list[tuple[str, dict, bytes]]:
     async def fetch():
         import nats
 
-        from schemas.streams import DEAD_LETTERS
 
         client = await nats.connect(nats_url)
         try:
@@ -66,7 +67,6 @@ def publish_raw(nats_url: str, subject: str, data: bytes, headers: dict | None =
     async def send():
         import nats
 
-        from schemas.streams import EVENTS
 
         client = await nats.connect(nats_url)
         try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.contracts import SUBMISSION_MARKER, ProfileOptions, PyConfig, Task
+from runner.task.payload import build_payload
+from schemas.contracts import SUBMISSION_MARKER, ProfileOptions, PyConfig, RunPayload, Task
 from schemas.events import PlannedRun
 from services.dispatcher import planning
 
@@ -112,8 +113,6 @@ def test_a_rerun_repeats_the_ranked_runs_of_each_gpu_named_after_the_rejudge():
 def test_a_stored_run_names_its_leaderboard_and_reads_back_as_the_runner_payload():
     from pydantic import ValidationError
 
-    from runner.task.payload import build_payload
-    from schemas.contracts import RunPayload
 
     payload = build_payload(task(), "code", run_id="1.cpu.test", gpu="cpu", mode="test", secret=False, seed=1)
     stored = planning.StoredRun.model_validate(payload.model_dump() | {"leaderboard": "grayscale"})

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from problems import PROBLEMS_ROOT
-from services.core.admission import precheck
+from services.core.admission import policy, precheck
 from services.core.admission.precheck import RULES, findings_of
 
 EXPLOITS = Path(__file__).resolve().parents[1] / "exploits" / "submissions"
@@ -342,7 +342,6 @@ def test_unparsable_python_is_left_to_the_harness() -> None:
 
 
 def test_the_policy_fails_closed(monkeypatch) -> None:
-    from services.core.admission import policy
 
     deep = "x = 1" + " + 1" * 200_000
     with pytest.raises(policy.Refused) as refused:
@@ -360,7 +359,6 @@ def test_the_policy_fails_closed(monkeypatch) -> None:
 
 
 def test_the_policy_turns_a_verdict_into_the_event_model_and_a_refusal() -> None:
-    from services.core.admission import policy
 
     verdict = policy.source_precheck("import os\nos.write(3, b'x')\n", "a.py", "benchmark")
     assert verdict.outcome == "hacked" and verdict.rules == ["fd-write"] and verdict.findings[0].line == 2

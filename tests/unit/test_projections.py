@@ -13,7 +13,15 @@ from schemas.events import (
     SubmissionDeleted,
     SubmissionFinished,
     SubmissionReceived,
+    SubmissionRejected,
     UserRenamed,
+)
+from schemas.precheck_events import (
+    PrecheckCleared,
+    PrecheckFinding,
+    PrecheckPolicySet,
+    PrecheckVerdict,
+    SubmissionReinstated,
 )
 from services.ledger import projections
 
@@ -69,14 +77,6 @@ def test_archive_rows_are_columns_in_batch_order() -> None:
 
 
 def test_a_precheck_verdict_a_clearing_and_a_reinstatement_are_projected_after_the_job_status() -> None:
-    from schemas.events import SubmissionRejected
-    from schemas.precheck_events import (
-        PrecheckCleared,
-        PrecheckFinding,
-        PrecheckPolicySet,
-        PrecheckVerdict,
-        SubmissionReinstated,
-    )
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
     finding = PrecheckFinding(rule="timer-patch", severity="high", message="reassigns a timer", line=3)

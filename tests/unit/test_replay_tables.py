@@ -6,6 +6,7 @@ import re
 
 from services.kit.db import MIGRATIONS_DIR
 from services.ledger import repository
+from services.operate.replay import SCORER_TABLES
 
 WRITES = re.compile(r"\b(?:INSERT INTO|(?<!DO )UPDATE|DELETE FROM)\s+([a-z_]+)", re.IGNORECASE)
 CREATES = re.compile(r"\bCREATE TABLE (?:IF NOT EXISTS )?([a-z_]+)", re.IGNORECASE)
@@ -31,7 +32,6 @@ def test_every_declared_table_is_created_by_a_migration():
 
 
 def test_every_scorer_table_a_migration_creates_is_rebuilt_by_a_scorer_replay():
-    from services.operate.replay import SCORER_TABLES
 
     created = {name for path in MIGRATIONS_DIR.glob("*.sql") for name in CREATES.findall(path.read_text())}
     assert {name for name in created if name.startswith("scorer_")} == set(SCORER_TABLES)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.confinement.sandbox import sandbox_level
 from services.cli.host_check import cpu_max, memory_bytes, slice_cgroup
 from tests.support.fakes.host import REPO, FakeHost
 from tests.support.hosts import CANNOT_ISOLATE, can_simulate_a_host_without_isolation
@@ -121,7 +122,6 @@ def test_a_runner_identity_file_must_be_private_and_well_named(host):
 
 
 def test_the_isolation_this_host_gives_is_reported_on_one_line_and_in_the_json(host):
-    from runner.confinement.sandbox import sandbox_level
 
     level, reason = sandbox_level()  # this process is the user host-check runs as
     done = check(host)

@@ -18,6 +18,7 @@ import yaml
 from runner.task.payload import encode_payload
 from schemas.contracts import RunPayload
 from schemas.streams import RUNNER_REPORTS
+from tests.runner.test_runner_container import declare, events_of
 from tests.support.fakes.host import REPO, FakeHost
 
 pytestmark = pytest.mark.slow
@@ -114,7 +115,6 @@ def test_a_job_on_an_agent_without_its_gpu_variable_fails_saying_why(agent):
 def test_an_agent_with_a_runner_identity_reports_the_result_itself_from_a_second_container(agent, nats_url):
     """The run container has no network; a second one, running no submitted code, publishes the result under the
     runner's own subject (runner.<name>.run.completed) with the run id the build carries."""
-    from tests.runner.test_runner_container import declare, events_of
 
     host, checkout = agent
     declare(nats_url)
