@@ -82,7 +82,6 @@ def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | score
 
 
 def _serve(name: str, debug: bool = False) -> None:
-
     from services.cli.service_settings import settings_class
     from services.kit import jsonlog
 

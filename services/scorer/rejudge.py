@@ -104,11 +104,10 @@ async def judge_reruns(conn: asyncpg.Connection, submission_id: int, same_hardwa
         # One rerun's revision at a time, as a rescore's: the rank change of each says what the board was before it.
         await repository.lock_boards(conn)
     for rejudge_id, rerun_runs in reruns:
-        found = await repository.submission(conn, submission_id)
-        verdicts = await repository.verdicts(conn, submission_id)
-        if found is None or any(run.run_id not in verdicts for run in rerun_runs):
+        found = await repository.submission_and_verdicts(conn, submission_id)
+        if found is None or any(run.run_id not in found[2] for run in rerun_runs):
             continue
-        row, planned = found
+        row, planned, verdicts = found
         gpus = {run.gpu for run in rerun_runs}
         merged = [run for run in planned if run.gpu not in gpus] + rerun_runs
         before = _judged(row, verdicts, {})

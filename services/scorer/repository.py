@@ -75,10 +75,7 @@ async def settle_cleared(conn: asyncpg.Connection, submission_ids: list[int]) ->
 
 async def submission(conn: asyncpg.Connection, submission_id: int):
     row = await conn.fetchrow(SUBMISSION, submission_id)
-    if row is None:
-        return None
-    planned = [PlannedRun.model_validate(r) for r in row["planned_runs"]]
-    return row, planned
+    return None if row is None else (row, _planned(row))
 
 
 async def submission_and_verdicts(conn: asyncpg.Connection, submission_id: int):
@@ -86,8 +83,11 @@ async def submission_and_verdicts(conn: asyncpg.Connection, submission_id: int):
     row = await conn.fetchrow(SUBMISSION_AND_VERDICTS, submission_id)
     if row is None:
         return None
-    planned = [PlannedRun.model_validate(r) for r in row["planned_runs"]]
-    return row, planned, {run_id: RunVerdict(**outcome) for run_id, outcome in row["verdicts"].items()}
+    return row, _planned(row), {run_id: RunVerdict(**outcome) for run_id, outcome in row["verdicts"].items()}
+
+
+def _planned(row) -> list[PlannedRun]:
+    return [PlannedRun.model_validate(r) for r in row["planned_runs"]]
 
 
 async def add_verdict(conn: asyncpg.Connection, run_id: str, submission_id: int, gpu: str, mode: str, secret: bool,
