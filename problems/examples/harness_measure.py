@@ -42,7 +42,14 @@ ITEM_STRIDE = 1 << 26
 # is rejected on nearly every call, and more than half rejected also ends the case at once (the early out in
 # measure).
 PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.5
-OVERHEAD_CAP_NS = 2_000_000
+# Each median of the worker's pings is capped, so that a worker slowing its pings down on purpose cannot buy itself
+# room: at a fixed 2 ms, plus HONEST_TRIP_SLACK times what moving the request's bytes costs an honest peer, which
+# the supervisor measures itself (harness_wire.honest_trip_ns). Without the second part, every call of a case whose
+# inputs take longer than the fixed cap to travel (a 2048x2048 vector addition: 32 MiB in, 16 MiB back) was rejected,
+# and a correct submission failed as "timer tampering". On a 2-core host the supervisor's own trip (a thread of it
+# as the peer) came out at 1.0x a real worker's ping for 0.5 MiB and 1.6-2.3x for 8-32 MiB; the slack covers a
+# worker slower than that on a busier moment.
+OVERHEAD_CAP_NS, HONEST_TRIP_SLACK = 2_000_000, 1.5
 
 
 def mix_seed(secret: int | None, seed: int, iteration: int, item: int = 0) -> int:
@@ -108,7 +115,7 @@ class Overhead:
 
     def __init__(self, request, case: dict) -> None:
         self._request, self._case, self._pinged, self._flushed = request, case, 0, False
-        self._windows: dict[str, list[int]] = {"ping": [], "echo": []}
+        self._windows: dict[str, list[int]] = {"ping": [], "echo": [], "honest": []}
         for _ in range(PINGS):
             self.ping()
 
@@ -118,11 +125,17 @@ class Overhead:
             self._pinged += 1
             if ok:
                 self._windows[kind] = [*self._windows[kind], window(measured)][-PINGS:]
+                self._windows["honest"] = [*self._windows["honest"], measured.get("honest_trip") or 0][-PINGS:]
                 self._flushed = self._flushed or measured.get("flushed") is True
 
+    @property
+    def cap(self) -> int:
+        """The most a median of the worker's pings may count for (see OVERHEAD_CAP_NS)."""
+        return OVERHEAD_CAP_NS + round(HONEST_TRIP_SLACK * _median(self._windows["honest"]))
+
     def median(self, kind: str) -> int:
-        ordered = sorted(self._windows[kind])
-        return min(ordered[len(ordered) // 2] if ordered else OVERHEAD_CAP_NS, OVERHEAD_CAP_NS)
+        cap = self.cap
+        return min(_median(self._windows[kind]) if self._windows[kind] else cap, cap)
 
     @property
     def ns(self) -> int:
@@ -130,6 +143,11 @@ class Overhead:
             return 2 * self.median("ping")
         trip = self.median("echo")
         return 2 * trip + max(self.median("ping") - trip, 0)
+
+
+def _median(values: list[int]) -> int:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0
 
 
 def hides_work(measured: dict, elapsed: int, allowance: int) -> bool:

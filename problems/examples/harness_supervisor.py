@@ -16,7 +16,7 @@ import sys
 
 from harness_batch import CONTRACT_FILE, batch_buffers, checked_positions, load_rule
 from harness_measure import measure, mix_seed, summarize, warm_up
-from harness_wire import pack, unpack
+from harness_wire import honest_trip_ns, pack, unpack
 
 TIMER, CUDA_TIMER = "cpu-perf-counter", "cuda-event"  # the worker times with CUDA events when the inputs are there
 MAX_WORKER_STARTS = 3
@@ -174,8 +174,11 @@ class Harness:
         reported = replies[0][0].get("ns")
         if not isinstance(reported, int) or reported < 0:
             return False, "the worker reported no time", {}
+        # a ping's bound, measured here where the worker cannot slow it (harness_measure.Overhead)
+        honest = honest_trip_ns(self.torch, frames, limit) if kind in ("ping", "echo") else None
         return True, "", {"ns": reported, "wall": wall, "cpu": cpu, "report": replies[0][0].get("report", ""),
-                          "inputs": count, "flushed": self.timer == CUDA_TIMER}  # the worker flushes L2 on a GPU
+                          "inputs": count, "flushed": self.timer == CUDA_TIMER,  # the worker flushes L2 on a GPU
+                          "honest_trip": honest}
 
     def batch_count(self, kind: str, case: dict, first) -> int:
         """Inputs per request: 1, or the batch rule's count for this case in a timed stage (pings carry the same

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
+import time
 
 HEADER = struct.Struct(">IQ")
 MAX_HEADER = 1 << 20
@@ -131,3 +133,33 @@ def widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, 1031, 1 << 20)  # F_SETPIPE_SZ; capped by /proc/sys/fs/pipe-max-size
     except OSError:
         pass
+
+
+def honest_trip_ns(torch, frames: list[tuple[dict, bytearray]], max_body: int) -> int:
+    """What an echo of `frames` costs an honest worker on this host, measured by the caller itself: each frame
+    written into a pipe, read, rebuilt, encoded again and sent back by a thread of this process, as a worker answers a
+    `ping`. The supervisor bounds the worker's own pings with it: a worker can slow its pings on purpose to widen the
+    cross-check's allowance, this trip it cannot."""
+    inbound, outbound = os.pipe(), os.pipe()
+    for fd in (*inbound, *outbound):
+        widen_pipe(fd)
+
+    def echo() -> None:
+        for _ in frames:
+            header, body = read_frame(inbound[0], max_body)
+            answer, answer_body = pack(torch, unpack(torch, header, body), exact=False)
+            write_frame(outbound[1], answer, answer_body)
+
+    peer = threading.Thread(target=echo, daemon=True)
+    started = time.perf_counter_ns()
+    try:
+        peer.start()
+        for header, body in frames:
+            write_frame(inbound[1], header, body)
+        for _ in frames:
+            read_frame(outbound[0], max_body)
+        return time.perf_counter_ns() - started
+    finally:
+        peer.join()
+        for fd in (*inbound, *outbound):
+            os.close(fd)

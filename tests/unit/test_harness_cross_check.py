@@ -26,21 +26,26 @@ def measure_module():
 
 class ScriptedWorker:
     """Answers the supervisor's requests as `harness_supervisor.Harness.request` does: each request costs the worker
-    `extra` CPU outside the kernel, plus `flush` on every request but an echo (the cache flush before a call), plus
-    `hidden` on calls (work the kernel left for after its timer stopped)."""
+    `trip` outside the kernel (moving the input in and the answer out), plus `busy` once the host got busier, plus
+    `flush` on every request but an echo (the cache flush before a call), plus `hidden` on calls (work the kernel left
+    for after its timer stopped), plus `slowed` on pings (a worker widening its allowance on purpose). A ping's
+    `honest_trip` is what the supervisor measured moving the same bytes itself."""
 
-    def __init__(self, busy_after_pings: int | None = None, hidden: int = 0, flush: int = 0) -> None:
+    def __init__(self, busy_after_pings: int | None = None, hidden: int = 0, flush: int = 0, trip: int = PING_NS,
+                 honest_trip: int | None = None, slowed: int = 0) -> None:
         self.busy_after_pings, self.hidden, self.flush, self.pings, self.calls = busy_after_pings, hidden, flush, 0, 0
+        self.trip, self.honest_trip, self.slowed = trip, honest_trip, slowed
 
     def extra(self, kind: str) -> int:
         busy = self.busy_after_pings is not None and self.pings >= self.busy_after_pings
-        return PING_NS + (BUSY_NS if busy else 0) + (0 if kind == "echo" else self.flush)
+        return self.trip + (BUSY_NS if busy else 0) + (0 if kind == "echo" else self.flush)
 
     def __call__(self, kind: str, case: dict, iteration: int, timed: bool = False):
         if kind in ("ping", "echo"):
             self.pings += 1
-            cost = self.extra(kind)
-            return True, "", {"ns": 0, "wall": cost, "cpu": cost, "inputs": 1, "flushed": self.flush > 0}
+            cost = self.extra(kind) + self.slowed
+            return True, "", {"ns": 0, "wall": cost, "cpu": cost, "inputs": 1, "flushed": self.flush > 0,
+                              "honest_trip": self.honest_trip}
         self.calls += 1
         cost = KERNEL_NS + self.extra(kind) + self.hidden
         return True, "", {"ns": KERNEL_NS, "wall": cost, "cpu": cost, "inputs": 1, "flushed": self.flush > 0}
@@ -79,3 +84,28 @@ def test_the_cache_flush_is_allowed_once_so_it_gives_a_kernel_no_room_to_hide_wo
     worker = ScriptedWorker(flush=FLUSH_NS, hidden=SMALL_HIDDEN_NS)
     samples, error, violating = measure_module.measure(worker, "benchmark", {})
     assert samples == [] and error.startswith("unsynchronized work or timer tampering detected")
+
+
+# A case whose inputs take 30 ms to travel to the worker and back (tens of MiB), far above the fixed 2 ms cap.
+LARGE_TRIP_NS = 30_000_000
+
+
+def test_an_honest_call_whose_inputs_take_longer_to_travel_than_the_fixed_cap_is_not_blamed(measure_module):
+    """Before the cap counted the bytes moved, every call of such a case was rejected as timer tampering."""
+    assert LARGE_TRIP_NS > measure_module.OVERHEAD_CAP_NS
+    worker = ScriptedWorker(trip=LARGE_TRIP_NS, honest_trip=LARGE_TRIP_NS // 2)
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert error == "" and violating == 0 and set(samples) == {KERNEL_NS}
+
+
+def test_the_bound_is_the_supervisors_own_measure_so_slowed_pings_buy_no_room_beyond_it(measure_module):
+    """A worker slowing its pings by a second widens its allowance only up to the cap that the supervisor measured
+    itself: work hidden beyond that is caught however slow the pings."""
+    honest = LARGE_TRIP_NS // 2
+    cap = measure_module.OVERHEAD_CAP_NS + measure_module.HONEST_TRIP_SLACK * honest
+    hidden = 2 * cap  # more than the capped allowance (twice the cap) leaves room for, less than slowed pings would
+    worker = ScriptedWorker(trip=LARGE_TRIP_NS, honest_trip=honest, slowed=1_000_000_000, hidden=hidden)
+    samples, error, violating = measure_module.measure(worker, "benchmark", {})
+    assert samples == [] and error.startswith("unsynchronized work or timer tampering detected")
+    honest_worker = ScriptedWorker(trip=LARGE_TRIP_NS, honest_trip=honest, slowed=1_000_000_000)
+    assert measure_module.measure(honest_worker, "benchmark", {})[1] == ""
