@@ -12,6 +12,12 @@ stage (services/scorer/scoring.verdict_of).
     .venv/bin/python bench/harness_agreement.py 20
     .venv/bin/python bench/harness_agreement.py 20 --problem tests/fixtures/reference_kernels/problems/pmpp_v2/vectoradd_py \
         --submission tests/fixtures/reference_kernels/problems/pmpp_v2/vectoradd_py/solutions/correct/add.py
+    .venv/bin/python bench/harness_agreement.py 8 --large
+
+`--large` times the same stock eval.py on RGB-to-grayscale at 1024x1024 and 2048x2048 (tens of milliseconds a call,
+inputs of 12 and 48 MiB), where what a call costs around the kernel (a cache flush of the stock stand-in, a worker
+woken for each call) weighs little; the default vector addition takes tens of microseconds a call, where it weighs
+most.
 
 Prints each round's two scores and their ratio, then per harness the median and spread, the ratio of the medians
 (ours / stock) with a bootstrapped 95% interval, a two-sided Mann-Whitney U test, and whether the difference is
@@ -25,8 +31,10 @@ import argparse
 import math
 import os
 import random
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -39,7 +47,17 @@ from runner.task.payload import build_payload  # noqa: E402
 from runner.task.taskfile import load_problem  # noqa: E402
 from services.scorer.scoring import verdict_of  # noqa: E402
 
-VECTORADD = ROOT / "tests" / "fixtures" / "reference_kernels" / "problems" / "pmpp_v2" / "vectoradd_py"
+STOCK_SET = ROOT / "tests" / "fixtures" / "reference_kernels" / "problems" / "pmpp_v2"
+VECTORADD = STOCK_SET / "vectoradd_py"
+GRAYSCALE = """import torch
+from task import input_t, output_t
+
+WEIGHTS = torch.tensor([0.2989, 0.5870, 0.1140])
+
+
+def custom_kernel(data: input_t) -> output_t:
+    return (data * WEIGHTS.to(data.dtype)).sum(dim=-1)
+"""
 PIN_THREADS = "import torch as _pin_torch\n_pin_torch.set_num_threads(1)\n"
 HARNESSES = ("problem", "kernelbot")  # stock, ours
 BOOTSTRAP_RESAMPLES = 5000
@@ -98,15 +116,38 @@ def spread(values: list[float]) -> str:
             f"IQR {ordered[quartile] * 1e6:.2f}..{ordered[-1 - quartile] * 1e6:.2f} µs")
 
 
+def large_problem(work: Path) -> tuple[Path, Path]:
+    """The stock set's grayscale problem (1024 and 2048 benchmarks) under the set's eval.py, and a correct submission
+    of it: the fixture's grayscale carries an eval.py of its own, for the tests of a problem that overrides its set's."""
+    shutil.copytree(STOCK_SET, work / "pmpp_v2")
+    problem = work / "pmpp_v2" / "grayscale_py"
+    (problem / "eval.py").unlink()
+    task = problem / "task.yml"
+    task.write_text(task.read_text().replace('"source": "eval.py"', '"source": "../eval.py"'))
+    submission = problem / "gray.py"
+    submission.write_text(GRAYSCALE)
+    return problem, submission
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rounds", type=int, help="rounds; each runs both harnesses once")
     parser.add_argument("--problem", type=Path, default=VECTORADD, help="a problem directory with a stock eval.py")
     parser.add_argument("--submission", type=Path, default=None,
                         help="a correct submission (default: the problem's solutions/correct/*.py, first)")
+    parser.add_argument("--large", action="store_true",
+                        help="the stock set's grayscale at 1024 and 2048 instead (see above); ignores --problem")
     args = parser.parse_args()
     for variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ[variable] = "1"  # for whatever the runner passes on; the submission pins torch itself
+    if args.large:
+        with tempfile.TemporaryDirectory(prefix="kb-agreement-") as work:
+            args.problem, args.submission = large_problem(Path(work))
+            return compare(args)
+    return compare(args)
+
+
+def compare(args: argparse.Namespace) -> int:
     task = load_problem(args.problem).task
     submission = args.submission or sorted((args.problem / "solutions" / "correct").glob("*.py"))[0]
     code = PIN_THREADS + submission.read_text()
