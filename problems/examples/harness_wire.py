@@ -139,27 +139,37 @@ def honest_trip_ns(torch, frames: list[tuple[dict, bytearray]], max_body: int) -
     """What an echo of `frames` costs an honest worker on this host, measured by the caller itself: each frame
     written into a pipe, read, rebuilt, encoded again and sent back by a thread of this process, as a worker answers a
     `ping`. The supervisor bounds the worker's own pings with it: a worker can slow its pings on purpose to widen the
-    cross-check's allowance, this trip it cannot."""
-    inbound, outbound = os.pipe(), os.pipe()
-    for fd in (*inbound, *outbound):
+    cross-check's allowance, this trip it cannot. 0 when the trip fails: the caller's fixed bound then stands alone."""
+    (inbound, to_peer), (from_peer, outbound) = os.pipe(), os.pipe()
+    for fd in (inbound, to_peer, from_peer, outbound):
         widen_pipe(fd)
 
     def echo() -> None:
-        for _ in frames:
-            header, body = read_frame(inbound[0], max_body)
-            answer, answer_body = pack(torch, unpack(torch, header, body), exact=False)
-            write_frame(outbound[1], answer, answer_body)
+        # the peer closes its own ends whatever happens, so a failure here ends the caller's write or read at once
+        # instead of leaving it blocked on a pipe nobody serves
+        try:
+            for _ in frames:
+                header, body = read_frame(inbound, max_body)
+                answer, answer_body = pack(torch, unpack(torch, header, body), exact=False)
+                write_frame(outbound, answer, answer_body)
+        except (OSError, EOFError, ValueError, TypeError, RuntimeError):
+            pass
+        finally:
+            os.close(inbound)
+            os.close(outbound)
 
     peer = threading.Thread(target=echo, daemon=True)
     started = time.perf_counter_ns()
     try:
         peer.start()
         for header, body in frames:
-            write_frame(inbound[1], header, body)
+            write_frame(to_peer, header, body)
         for _ in frames:
-            read_frame(outbound[0], max_body)
+            read_frame(from_peer, max_body)
         return time.perf_counter_ns() - started
+    except (OSError, EOFError, ValueError):
+        return 0
     finally:
+        os.close(to_peer)
+        os.close(from_peer)
         peer.join()
-        for fd in (*inbound, *outbound):
-            os.close(fd)

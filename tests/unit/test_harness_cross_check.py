@@ -15,13 +15,17 @@ KERNEL_NS, PING_NS, BUSY_NS, HIDDEN_NS = 100_000, 50_000, 400_000, 400_000
 FLUSH_NS, SMALL_HIDDEN_NS = 300_000, 200_000
 
 
-@pytest.fixture(scope="module")
-def measure_module():
-    spec = importlib.util.spec_from_file_location("harness_measure", PROBLEMS_ROOT / "examples" / "harness_measure.py")
+def harness_module(name: str):
+    spec = importlib.util.spec_from_file_location(name, PROBLEMS_ROOT / "examples" / f"{name}.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(scope="module")
+def measure_module():
+    return harness_module("harness_measure")
 
 
 class ScriptedWorker:
@@ -109,3 +113,14 @@ def test_the_bound_is_the_supervisors_own_measure_so_slowed_pings_buy_no_room_be
     assert samples == [] and error.startswith("unsynchronized work or timer tampering detected")
     honest_worker = ScriptedWorker(trip=LARGE_TRIP_NS, honest_trip=honest, slowed=1_000_000_000)
     assert measure_module.measure(honest_worker, "benchmark", {})[1] == ""
+
+
+def test_the_supervisors_own_trip_moves_the_frames_and_a_failed_one_counts_for_nothing_without_hanging():
+    """harness_wire.honest_trip_ns: the bound the supervisor measures itself. A frame its peer thread cannot rebuild
+    ends the trip at once with 0 (the fixed cap alone), instead of leaving the supervisor blocked on a pipe."""
+    torch = pytest.importorskip("torch")
+    wire = harness_module("harness_wire")
+    frames = [wire.pack(torch, (torch.arange(1 << 18, dtype=torch.float32), torch.ones(3)), exact=False)]
+    assert wire.honest_trip_ns(torch, frames, 64 << 20) > 0
+    unreadable = [({"tree": {"tensor": 0}}, bytearray(1 << 20))]  # no blob table: unpack refuses it
+    assert wire.honest_trip_ns(torch, unreadable, 64 << 20) == 0
