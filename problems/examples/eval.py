@@ -36,7 +36,7 @@ import sys
 
 from harness_supervisor import Channel, Harness, worker_files
 
-HARNESS_VERSION = "kernelbot-examples 0.6.4"
+HARNESS_VERSION = "kernelbot-examples 0.6.5"
 EXIT_FAILED, EXIT_NO_FD, EXIT_BAD_INPUT, EXIT_USAGE = 112, 111, 113, 2
 STAGES = ("test", "benchmark", "leaderboard", "profile")
 SEED_FD_VARIABLE = "KERNELBOT_HARNESS_SEED_FD"
