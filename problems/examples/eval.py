@@ -18,9 +18,10 @@ short of what it measured by more than the overhead calibrated with no-op reques
 defeats patched timers and work left to side threads.
 
 The secret seed leaves the environment (and, by one re-exec, /proc/self/environ) at start-up and is mixed into
-every case seed with a keyed one-way function. This CPU harness does not flush the last-level cache and records no
-telemetry, so its timings are development-only (docs/authoring.md, "The harness protocol"); on CUDA inputs the worker times with CUDA events
-on its stream, closes each sample with a device-wide synchronize and writes 2x the L2 before each call.
+every case seed with a keyed one-way function. On a CPU the worker writes twice a core's L2 (at least 8 MiB) before
+each call but leaves the shared last-level cache alone, and this harness records no telemetry, so its timings are
+development-only (docs/authoring.md, "The harness protocol"); on CUDA inputs the worker times with CUDA events on its
+stream, closes each sample with a device-wide synchronize and writes 2x the L2 before each call.
 
 The supervisor is four files, shipped together wherever this one goes: this one is the process (argv, the case
 file, the pipes, the seed, the chain), harness_supervisor.py the requests and stages, harness_group.py the worker

@@ -18,6 +18,9 @@ from harness_worker import serve
 
 # The supervisor's clock (no user code runs in this process).
 _perf_counter_ns = time.perf_counter_ns
+# How long the supervisor waits, after a request, for the ranks to block before it reads their CPU clocks (see
+# WorkerGroup.cpu_ns), and how often it looks. A rank still running after that is measured by the wall clock alone.
+SETTLE_NS, SETTLE_POLL_S = 20_000_000, 0.00005
 
 class WorkerDied(Exception):
     """The worker exited, or broke the frame protocol (which is how forged output on its pipe ends)."""
@@ -90,6 +93,15 @@ def become_worker(directory: str, source_dir: str, env: dict, requests: int, rep
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
+
+
+def rank_state(pid: int) -> str | None:
+    """The scheduler state of a worker's main thread (R: running), None where /proc cannot tell."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rpartition(b")")[2].split()[0].decode()
+    except (OSError, IndexError, UnicodeDecodeError):
+        return None
 
 
 class WorkerGroup:
@@ -167,7 +179,23 @@ class WorkerGroup:
             raise WorkerDied(f"worker protocol violation: {exc}") from exc
 
     def cpu_ns(self) -> int | None:
-        """The most CPU time any rank has used (its kernel-side clock, which user code cannot alter)."""
+        """The most CPU time any rank has used (its kernel-side clock, which user code cannot alter), read once every
+        rank is blocked again; None where one is not within SETTLE_NS, or its state cannot be read.
+
+        Linux brings a process's CPU clock up to date when the process blocks, and otherwise only at a scheduler
+        tick: read while a rank still runs (after its reply it collects garbage, or a patched worker never waits),
+        the clock could miss the whole request, and a call hiding milliseconds of work was measured at 0 ns of CPU.
+        A reading taken at rest includes what the rank did after its reply, so it can only err on the long side."""
+        deadline = _perf_counter_ns() + SETTLE_NS
+        while True:
+            states = [rank_state(process.pid) for process, _, _, _ in self.ranks]
+            if None in states:
+                return None
+            if "R" not in states:
+                break
+            if _perf_counter_ns() > deadline:
+                return None
+            time.sleep(SETTLE_POLL_S)
         try:
             return max(time.clock_gettime_ns(clock) for _, _, _, clock in self.ranks)
         except OSError:

@@ -24,6 +24,10 @@ WARM_UP_CALLS, WARM_UP_NS = 3, 100_000_000
 # (seed + 13 * iteration) stay below 2**32: torch seeds its CPU generator with a seed's low 32 bits only.
 WARM_UP_ITERATION_BASE = 1 << 24
 BENCHMARK_ITERATION_BASE = 1 << 20
+# A case failed by the cross-check is measured once more (harness_supervisor.run_benchmarks), on inputs of its own:
+# the same iterations again would let a submission that failed the first attempt on purpose answer the second from
+# a cache of the first one's outputs. Attempt 1 of a stage lies above every attempt 0 and below the warm-up base.
+RETRY_ITERATION_BASE = 1 << 22
 # Public seeds of the further inputs of a batch (docs/authoring.md, "Batched timing"): 13 * (difference of two
 # iterations) never reaches a multiple of 2**26 (iterations stay below 2**25), so no two inputs share a seed, and
 # 49 items above the warm-up base still stay below 2**32.
@@ -32,8 +36,7 @@ ITEM_STRIDE = 1 << 26
 # supervisor measured exceeds the reported one by more than the allowance plus max(ABS, REL x reported); more than
 # MAX_VIOLATING of the calls rejected fails the case. The allowance is twice the round trip of a request (the median of
 # PINGS `echo` requests: an input sent and echoed, no kernel) plus once the cache flush every call makes before its
-# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip; on a CPU nothing is
-# flushed and the two are alike). Twice the round trip, because on a busy host its cost spreads widely (cold caches
+# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip). Twice the round trip, because on a busy host its cost spreads widely (cold caches
 # after each wake-up); the flush only once, since it is steady work, and doubling it would let a kernel hide as much
 # again. For the same reason as the doubled round trip, this CPU harness fails a case only when more than half of
 # its calls are rejected: an honest softmax on a 2-core host running the test suite had 31% of its calls rejected,
@@ -64,9 +67,10 @@ def mix_seed(secret: int | None, seed: int, iteration: int, item: int = 0) -> in
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def timed_iteration(stage: str, sample: int) -> int:
-    """The input iteration of timed call `sample` (1-based) of a stage; leaderboard keeps upstream's numbering."""
-    return BENCHMARK_ITERATION_BASE + sample if stage == "benchmark" else sample
+def timed_iteration(stage: str, sample: int, attempt: int = 0) -> int:
+    """The input iteration of timed call `sample` (1-based) of a stage's `attempt` at a case; the leaderboard stage's
+    first attempt keeps upstream's numbering."""
+    return (BENCHMARK_ITERATION_BASE if stage == "benchmark" else 0) + RETRY_ITERATION_BASE * attempt + sample
 
 
 def summarize(samples: list[int]) -> dict:
@@ -104,9 +108,10 @@ def warm_up(request, case: dict) -> None:
 class Overhead:
     """The allowance of one request for this case (see the cross-check above): from the latest PINGS `ping` requests
     (the round trip, and the flush where calls flush) and, where they flush (the supervisor's measurement says
-    `flushed`: on a GPU), as many `echo` requests (the round trip alone); each median capped so that a worker slowing
-    its requests down cannot buy itself room. Where nothing is flushed it is twice the pings' median: an echo would
-    cost what a ping does, and the difference of two noisy medians would only widen the allowance.
+    `flushed`: the example worker flushes on every device), as many `echo` requests (the round trip alone); each
+    median capped so that a worker slowing its requests down cannot buy itself room. Where nothing is flushed it is
+    twice the pings' median: an echo would cost what a ping does, and the difference of two noisy medians would only
+    widen the allowance.
 
     Calibrated before the timed calls, and pinged again after each call the cross-check rejects: a host that became
     busier since the calibration (another job starting on a shared machine) makes every request cost more, pings
@@ -125,7 +130,8 @@ class Overhead:
             self._pinged += 1
             if ok:
                 self._windows[kind] = [*self._windows[kind], window(measured)][-PINGS:]
-                self._windows["honest"] = [*self._windows["honest"], measured.get("honest_trip") or 0][-PINGS:]
+                if kind == "ping":  # the supervisor measures its own trip beside pings only (one per pair is enough)
+                    self._windows["honest"] = [*self._windows["honest"], measured.get("honest_trip") or 0][-PINGS:]
                 self._flushed = self._flushed or measured.get("flushed") is True
 
     @property
@@ -156,14 +162,16 @@ def hides_work(measured: dict, elapsed: int, allowance: int) -> bool:
 
 
 def window(measured: dict) -> int:
-    """What the supervisor saw a request take: wall time, or less where the worker's CPU clock says so (the
-    wall clock also counts the worker waiting for a core on a busy host)."""
+    """What the supervisor saw a request take: wall time, or less where the worker's CPU clock, read once the worker
+    blocked again (harness_group.WorkerGroup.cpu_ns), says so (the wall clock also counts the worker waiting for a
+    core on a busy host)."""
     cpu = measured["cpu"]
     return measured["wall"] if cpu is None else min(measured["wall"], cpu)
 
 
-def measure(request, stage: str, case: dict) -> tuple[list[int], str, int]:
-    """(samples in ns, error, calls rejected by the cross-check) of one case of a timed stage."""
+def measure(request, stage: str, case: dict, attempt: int = 0) -> tuple[list[int], str, int]:
+    """(samples in ns, error, calls rejected by the cross-check) of one case of a timed stage; each attempt at a case
+    draws its own inputs."""
     max_samples, sample_budget, wall_limit = LIMITS[stage]
     ok, message, _ = request("call", case, 0)  # one untimed correctness check first
     if not ok:
@@ -174,7 +182,7 @@ def measure(request, stage: str, case: dict) -> tuple[list[int], str, int]:
     total = total_squares = 0
     for sample in range(1, 2 * max_samples + 1):
         # A fresh input every call, checked right after.
-        ok, message, measured = request("call", case, timed_iteration(stage, sample), timed=True)
+        ok, message, measured = request("call", case, timed_iteration(stage, sample, attempt), timed=True)
         if not ok:
             return [], f"timed call {sample}: {message or 'check failed'}", violating
         elapsed = measured["ns"]  # of the whole batch, where the stage times batches: cross-checked as a whole
