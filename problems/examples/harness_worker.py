@@ -118,7 +118,7 @@ class Worker:
         self.torch, self.kernel, self.rank, self.world_size = torch, kernel, rank, world_size
         self.outputs: list = []  # input paths the current request may return (declared output buffers)
         self.batch = False  # the current request is a batch: a list of inputs, one kernel call each, one window
-        self.flush_buffer = None
+        self.flush_buffer = self.cpu_flush_buffer = None
 
     def cuda_device(self, data):
         """The device of the first CUDA tensor in the input (nested: a batch is a list of inputs), else None."""
@@ -139,11 +139,11 @@ class Worker:
 
     def flush_cpu_caches(self) -> None:
         """Write the core's caches full, outside the timed window (rule 7). One buffer for the worker's life, as on a
-        GPU: one allocated for each call can land on fresh pages whenever the submission keeps memory between calls,
-        and faulting it in cost 1-3 ms a call, untimed but inside the supervisor's window."""
-        if self.flush_buffer is None:
-            self.flush_buffer = self.torch.empty(cpu_flush_bytes(), dtype=self.torch.int8)
-        self.flush_buffer.fill_(42)
+        GPU: with one allocated for each call, an honest submission that keeps its inputs (an id() cache) had calls
+        measured at 3.6 ms around a 0.3 ms kernel, each new buffer on fresh pages, and failed the cross-check."""
+        if self.cpu_flush_buffer is None:
+            self.cpu_flush_buffer = self.torch.empty(cpu_flush_bytes(), dtype=self.torch.int8)
+        self.cpu_flush_buffer.fill_(42)
 
     def barrier(self) -> None:
         if self.world_size > 1:

@@ -63,6 +63,21 @@ def test_unpacking_a_frame_leaves_nothing_for_the_collector(harness_modules):
             gc.enable()
 
 
+def started_worker(harness_modules, tmp_path, submission: str):
+    """A real worker process (the harness's own group) serving `submission`, ready for requests."""
+    group_module, _ = harness_modules
+    source = tmp_path / "source"
+    source.mkdir()
+    for name in ("harness_worker.py", "harness_wire.py"):
+        shutil.copyfile(EXAMPLES / name, source / name)
+    (source / "submission.py").write_text(submission)
+    group = group_module.WorkerGroup(str(source), hidden=())
+    if group.start(1 << 20) != "":
+        group.stop()
+        pytest.fail("the worker did not start")
+    return group
+
+
 def resident_bytes(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         line = next(line for line in status if line.startswith("VmRSS:"))
@@ -72,15 +87,9 @@ def resident_bytes(pid: int) -> int:
 def test_cycles_a_kernel_leaves_are_freed_between_calls(harness_modules, tmp_path):
     """Through the real worker process: 60 calls that each leave 2 MiB in a cycle do not grow it by 120 MiB."""
     torch = pytest.importorskip("torch")
-    group_module, wire = harness_modules
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("harness_worker.py", "harness_wire.py"):
-        shutil.copyfile(EXAMPLES / name, source / name)
-    (source / "submission.py").write_text(CYCLIC_SUBMISSION)
-    group = group_module.WorkerGroup(str(source), hidden=())
+    _, wire = harness_modules
+    group = started_worker(harness_modules, tmp_path, CYCLIC_SUBMISSION)
     try:
-        assert group.start(1 << 20) == ""
         pid = group.ranks[0][0].pid
 
         def call():
@@ -123,16 +132,10 @@ def test_a_kernels_temporaries_reuse_the_heap_whatever_the_requests_around_them_
     faulted in again inside the timed window, on some calls and not others; a stock harness process, which keeps its
     input, did not. The worker now holds the heap as a long-running process's settles."""
     torch = pytest.importorskip("torch")
-    group_module, wire = harness_modules
-    source = tmp_path / "source"
-    source.mkdir()
-    for name in ("harness_worker.py", "harness_wire.py"):
-        shutil.copyfile(EXAMPLES / name, source / name)
-    (source / "submission.py").write_text(FAULT_COUNTING_SUBMISSION)
-    group = group_module.WorkerGroup(str(source), hidden=())
+    _, wire = harness_modules
+    group = started_worker(harness_modules, tmp_path, FAULT_COUNTING_SUBMISSION)
     faults = []
     try:
-        assert group.start(1 << 20) == ""
         for _ in range(WARM_UP + TIMED):
             frame = wire.pack(torch, torch.rand(1024, 1024, 3))
             replies, _, _ = group.exchange("call", [frame], 1 << 30)
