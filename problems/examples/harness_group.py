@@ -22,6 +22,7 @@ _perf_counter_ns = time.perf_counter_ns
 # WorkerGroup.cpu_ns), and how often it looks. A rank still running after that is measured by the wall clock alone.
 SETTLE_NS, SETTLE_POLL_S = 20_000_000, 0.00005
 
+
 class WorkerDied(Exception):
     """The worker exited, or broke the frame protocol (which is how forged output on its pipe ends)."""
 

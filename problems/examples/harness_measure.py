@@ -34,16 +34,16 @@ RETRY_ITERATION_BASE = 1 << 22
 ITEM_STRIDE = 1 << 26
 # The supervisor-side cross-check (docs/authoring.md, "The harness protocol"): a sample is rejected when the time the
 # supervisor measured exceeds the reported one by more than the allowance plus max(ABS, REL x reported); more than
-# MAX_VIOLATING of the calls rejected fails the case. The allowance is twice the round trip of a request (the median of
-# PINGS `echo` requests: an input sent and echoed, no kernel) plus once the cache flush every call makes before its
-# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip). Twice the round trip, because on a busy host its cost spreads widely (cold caches
-# after each wake-up); the flush only once, since it is steady work, and doubling it would let a kernel hide as much
-# again. For the same reason as the doubled round trip, this CPU harness fails a case only when more than half of
-# its calls are rejected: an honest softmax on a 2-core host running the test suite had 31% of its calls rejected,
-# an honest prefix sum once over 35%. A tighter share buys no safety: a rejected call never counts in the score, so
-# what cheats only some of the time is scored by its honest calls; a patched timer or a side thread hiding its work
-# is rejected on nearly every call, and more than half rejected also ends the case at once (the early out in
-# measure).
+# MAX_VIOLATING of the calls rejected fails the case. The allowance is twice the round trip of a request (the median
+# of PINGS `echo` requests: an input sent and echoed, no kernel) plus once the cache flush every call makes before its
+# kernel (the median of PINGS `ping` requests, which flush as a call does, less the round trip). Twice the round trip,
+# because on a busy host its cost spreads widely (cold caches after each wake-up); the flush only once, since it is
+# steady work, and doubling it would let a kernel hide as much again. For the same reason as the doubled round trip,
+# this CPU harness fails a case only when more than half of its calls are rejected: an honest softmax on a 2-core host
+# running the test suite had 31% of its calls rejected, an honest prefix sum once over 35%. A tighter share buys no
+# safety: a rejected call never counts in the score, so what cheats only some of the time is scored by its honest
+# calls; a patched timer or a side thread hiding its work is rejected on nearly every call, and more than half
+# rejected also ends the case at once (the early out in measure).
 PINGS, CROSS_CHECK_ABS_NS, CROSS_CHECK_REL, MAX_VIOLATING = 7, 100_000, 0.5, 0.5
 # Each median of the worker's pings is capped, so that a worker slowing its pings down on purpose cannot buy itself
 # room: at a fixed 2 ms, plus HONEST_TRIP_SLACK times what moving the request's bytes costs an honest peer, which
