@@ -78,18 +78,27 @@ class Task(_Frozen):
 
 # A capture of more kernels than this is refused: each kernel is replayed once per counter pass.
 MAX_PROFILE_LAUNCHES = 200
-MAX_KERNEL_NAME = 256
+MAX_KERNEL_NAME = 1024  # upstream KernelBot's bound on `ncu_kernel_name`
+KernelNameBase = Literal["function", "demangled", "mangled"]
 
 
 class ProfileOptions(_Frozen):
     """What a profile request chooses (docs/quickstart.md, "Profiling"): the benchmark case (None: every case), a
-    kernel-name filter (a name, or `regex:` and a pattern, as Nsight Compute's `--kernel-name` takes it), how many
-    matching launches to capture and how many matching launches to pass over first."""
+    kernel-name filter (a name, or `regex:` and a pattern, as Nsight Compute's `--kernel-name` takes it), which form
+    of the name the filter matches (Nsight Compute's `--kernel-name-base`; None: the tool's default, `function`), how
+    many matching launches to capture and how many matching launches to pass over first."""
 
     benchmark_index: int | None = Field(default=None, ge=0)
-    kernel_name: str | None = Field(default=None, min_length=1, max_length=MAX_KERNEL_NAME)
+    kernel_name: str | None = Field(default=None, min_length=1, max_length=MAX_KERNEL_NAME, pattern=r"^[^\x00]*$")
+    kernel_name_base: KernelNameBase | None = None
     launch_count: int | None = Field(default=None, ge=1, le=MAX_PROFILE_LAUNCHES)
     launch_skip: int = Field(default=0, ge=0, le=100_000)
+
+    def upstream_names(self) -> dict[str, int | str]:
+        """The options as upstream KernelBot and popcorn-cli name them, the ones given only (its `to_dict`)."""
+        named = {"benchmark_index": self.benchmark_index, "ncu_kernel_name": self.kernel_name,
+                 "ncu_kernel_name_base": self.kernel_name_base, "ncu_launch_count": self.launch_count}
+        return {name: value for name, value in named.items() if value is not None}
 
 
 class RunPayload(_Frozen):

@@ -50,6 +50,11 @@ class CaptureTool(Protocol):
         """The version the runner images pin (docs/vendors.md)."""
         ...
 
+    @property
+    def essential(self) -> tuple[str, ...]:
+        """Raw output a client needs besides the details (Nsight Compute's report); never dropped for size."""
+        ...
+
     def capture_argv(self, options: ProfileOptions, out_dir: str) -> list[str]:
         """The prefix that runs the harness under the tool, writing into `out_dir`."""
         ...

@@ -2,8 +2,8 @@
 
 The capture follows the harness's child processes (`--target-processes all`), keeps only kernels launched inside the
 `custom_kernel` NVTX range (the harness's steady-state call of the submission; its warm-up calls run outside the
-range), then applies the request's kernel-name filter, launch skip and launch count. The report is exported twice,
-as the details page's text and as its CSV.
+range), then applies the request's kernel-name filter (matching the form of the name `--kernel-name-base` says), launch
+skip and launch count. The report is exported twice, as the details page's text and as its CSV.
 
 The version is pinned to 2025.2.1: the 2026.2 release bundled with CUDA 13.3 gave NaN for many hardware counters on
 B200 (upstream KernelBot found it while adding hosted profiling); 2025.2.1 gives valid occupancy, throughput, cache
@@ -30,13 +30,15 @@ DETAILS_TXT = "ncu-details.txt"
 DETAILS_CSV = "ncu-details.csv"
 NVTX_RANGE = "custom_kernel/"
 SECTION_SET = "full"
-# Without a launch count, the steady-state call's first 64 kernels: a cap, because each kernel is replayed once per
-# counter pass (about 40 passes for the full set).
-DEFAULT_LAUNCH_COUNT = 64
+# Without a launch count, the steady-state call's first 10 matching kernels, as upstream KernelBot and popcorn-cli's
+# `--ncu-launch-count` default: a cap, because each kernel is replayed once per counter pass (about 40 passes for the
+# full set).
+DEFAULT_LAUNCH_COUNT = 10
 
 
 class NsightCompute:
     name = "Nsight Compute"
+    essential: tuple[str, ...] = (REPORT,)  # popcorn-cli refuses an archive without its .ncu-rep
 
     @property
     def version(self) -> str:
@@ -50,7 +52,7 @@ class NsightCompute:
     def settings(self, options: ProfileOptions) -> dict[str, object]:
         return {"tool": NCU, "version": ncu_version(), "nvtx_include": NVTX_RANGE, "set": SECTION_SET,
                 "target_processes": "all", "kernel_name": options.kernel_name,
-                "launch_skip": options.launch_skip, "launch_count": options.launch_count or DEFAULT_LAUNCH_COUNT}
+                "kernel_name_base": options.kernel_name_base or "function", "launch_skip": options.launch_skip, "launch_count": options.launch_count or DEFAULT_LAUNCH_COUNT}
 
     def capture_argv(self, options: ProfileOptions, out_dir: str) -> list[str]:
         argv = [NCU, "--target-processes", "all", "--nvtx", "--nvtx-include", NVTX_RANGE, "--set", SECTION_SET,
@@ -58,6 +60,8 @@ class NsightCompute:
                 "--launch-count", str(options.launch_count or DEFAULT_LAUNCH_COUNT)]
         if options.kernel_name:
             argv += ["--kernel-name", options.kernel_name]
+        if options.kernel_name_base:
+            argv += ["--kernel-name-base", options.kernel_name_base]
         return [*argv, "--export", f"{out_dir}/profile", "--force-overwrite", "--"]
 
     def collect(self, options: ProfileOptions, out_dir: str, tool: RunTool, tool_stderr: str) -> Capture:
@@ -81,6 +85,8 @@ class NsightCompute:
 
 def empty_capture(options: ProfileOptions) -> str:
     chosen = f" named {options.kernel_name!r}" if options.kernel_name else ""
+    if options.kernel_name and options.kernel_name_base:
+        chosen += f" (matching its {options.kernel_name_base} name)"
     skipped = f" after skipping {options.launch_skip}" if options.launch_skip else ""
     return (f"Nsight Compute captured no kernel{chosen}{skipped} inside custom_kernel: the submission launched no "
             f"matching GPU kernel")

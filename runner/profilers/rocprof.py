@@ -39,6 +39,7 @@ def name_pattern(kernel_name: str) -> str:
 
 class Rocprofv3:
     name = "rocprofv3"
+    essential: tuple[str, ...] = ()  # the details hold what a client reads; the raw CSVs may go
 
     @property
     def version(self) -> str:

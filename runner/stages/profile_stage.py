@@ -16,11 +16,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from runner.launching.process import ProcessOutcome, run_process
+from runner.launching.process import DATA_LIMIT, ProcessOutcome, run_process
 from runner.launching.starter import Starter
 from runner.profilers import Capture, tool_for
 from runner.profilers.base import HARNESS_ENV
-from runner.profilers.bundle import bundle, case_directory, fingerprint
+from runner.profilers.bundle import TraceTooLarge, bundle, case_directory, config_sha256, fingerprint
 from runner.profilers.torch_table import DETAILS_CSV, DETAILS_TXT, table_csv, table_rows
 from runner.task.profiling import TORCH_PROFILER, decode_report, encode_report
 from runner.task.protocol import decode_output
@@ -42,6 +42,8 @@ class ConfinedTool:
 
     def run(self, argv: list[str]) -> tuple[int, str, str]:
         outcome = self.start([sys.executable, "-I", "-S", "-c", RUN_TO_DATA, *argv])
+        if outcome.data.overflowed:  # an export cut short is no export
+            return 1, "", f"its output passed {DATA_LIMIT >> 20} MiB"
         return (outcome.exit_code, decode_output(bytes(outcome.data.data)),
                 decode_output(bytes(outcome.stderr.data)))
 
@@ -50,7 +52,14 @@ class ConfinedTool:
         return sorted(line for line in decode_output(bytes(outcome.stdout.data)).splitlines() if line)
 
     def read(self, path: str) -> bytes:
-        return bytes(self.start([sys.executable, "-I", "-S", "-c", COPY_TO_DATA, path]).data.data)
+        """The whole file, a pipe's worth at a time: a report can be larger than one pipe carries."""
+        parts: list[bytes] = []
+        while True:
+            part = bytes(self.start([sys.executable, "-I", "-S", "-c", COPY_TO_DATA, path,
+                                     str(len(parts) * DATA_LIMIT), str(DATA_LIMIT)]).data.data)
+            parts.append(part)
+            if len(part) < DATA_LIMIT:
+                return b"".join(parts)
 
 
 # Small programs run confined by the run's interpreter (visible in every sandbox); the data pipe's number is in
@@ -61,9 +70,13 @@ LIST_FILES = ("import os, sys\n"
               "for top, _, names in os.walk(sys.argv[1]):\n"
               "    for name in names:\n"
               "        print(os.path.relpath(os.path.join(top, name), sys.argv[1]))")
-COPY_TO_DATA = ("import os, shutil, sys\n"
+COPY_TO_DATA = ("import os, sys\n"
                 "with open(sys.argv[1], 'rb') as source, os.fdopen(int(os.environ['POPCORN_DATA_FD']), 'wb') as out:\n"
-                "    shutil.copyfileobj(source, out)")
+                "    source.seek(int(sys.argv[2]))\n"
+                "    left = int(sys.argv[3])\n"
+                "    while left and (block := source.read(min(left, 1 << 20))):\n"
+                "        out.write(block)\n"
+                "        left -= len(block)")
 
 
 def profile_case(plan_key: str, payload: RunPayload) -> tuple[int, dict[str, Any]]:
@@ -95,7 +108,7 @@ def run_profile_stage(argv: list[str], plan, payload: RunPayload, starter: Start
         return failed(evaluation, reason) if reason else evaluation
     capture = tool.collect(options, out_dir, confined, stderr)
     return with_capture(evaluation, plan.key, payload, system, options, tool.name, tool.settings(options),
-                        capture, details=tuple(capture.files)[:2])
+                        capture, details=tuple(capture.files)[:2], essential=tool.essential)
 
 
 def with_torch_profile(evaluation: EvalResult, plan_key: str, payload: RunPayload, system: SystemInfo,
@@ -124,7 +137,7 @@ def with_torch_profile(evaluation: EvalResult, plan_key: str, payload: RunPayloa
 
 def with_capture(evaluation: EvalResult, plan_key: str, payload: RunPayload, system: SystemInfo,
                  options: ProfileOptions, profiler: str, settings: Mapping[str, object], capture: Capture,
-                 details: tuple[str, ...]) -> EvalResult:
+                 details: tuple[str, ...], essential: tuple[str, ...] = ()) -> EvalResult:
     if capture.error:
         return failed(evaluation, capture.error)
     assert evaluation.run is not None
@@ -138,8 +151,13 @@ def with_capture(evaluation: EvalResult, plan_key: str, payload: RunPayload, sys
         "profiler": profiler, "system": system.model_dump(mode="json"),
         "fingerprint": fingerprint({"case": case, "capture": settings, "host": host, "harness": harness,
                                     "lang": payload.lang, "seed": payload.seed}),
+        "capture_options": options.upstream_names(),
+        "config_sha256": config_sha256(payload.model_dump(mode="json"), options.upstream_names()),
     }
-    trace = bundle(case_directory(index, case), capture.files, details, manifest)
+    try:
+        trace = bundle(case_directory(index, case), capture.files, (*details, *essential), manifest)
+    except TraceTooLarge as too_large:
+        return failed(evaluation, str(too_large))
     text = capture.files[details[0]].decode("utf-8", errors="replace")
     report = "\n".join(text.splitlines()[:REPORT_LINES])
     result = {**evaluation.run.result, "profiler": profiler, "benchmark.0.report": encode_report(report)}

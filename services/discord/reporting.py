@@ -42,7 +42,7 @@ def thread_messages(gpu: str, backend: str, mode: str, result: dict[str, Any],
 
 def artifact_lines(gpu: str, result: dict[str, Any], profile_link: ProfileLink | None) -> str:
     stages = sorted(stage for stage, evaluation in (result.get("runs") or {}).items()
-                    if stage.startswith("profile.") and ((evaluation or {}).get("profile") or {}).get("trace"))
+                    if stage.startswith("profile.") and (evaluation or {}).get("profile"))  # traces are kept apart
     if profile_link is None or not stages:
         return ""
     lines = [f"* `{stage}`: <{profile_link(gpu, stage)}>" for stage in stages]

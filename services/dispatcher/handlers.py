@@ -25,7 +25,7 @@ from schemas.precheck_events import PrecheckVerdict
 from schemas.streams import RUNNER_REPORT_PREFIX, RUNNER_REPORTS
 from services.core.admission import policy
 from services.core.rules.gpu_peaks import GpuPeak
-from services.dispatcher import admission_repository, planning, repository, runner_reports
+from services.dispatcher import admission_repository, planning, repository, runner_reports, trace_store
 from services.dispatcher.enqueue import enqueue_runs
 from services.dispatcher.scheduler import completed_event
 from services.kit.bus import document_publishers
@@ -137,7 +137,8 @@ async def on_runner_report(event: RunCompleted) -> None:
         runner_reports.check_reporter(reporter, event.run_id, run["gpu"] if run else None, allowed)
         if not await repository.mark_finished(conn, event.run_id):
             return []  # already reported, by this runner before or by the backend's own collection
+        kept = await trace_store.keep_traces(conn, event.run_id, run["submission_id"], run["gpu"], event.result)
         return [completed_event(event.run_id, run["submission_id"], run["gpu"], run["payload"],
-                                run["backend"] or f"runner:{reporter}", event.result)]
+                                run["backend"] or f"runner:{reporter}", kept)]
 
     await kit().handle(relay)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 from schemas.contracts import FullResult, RunPayload
 from schemas.events import RunCompleted, RunDispatched, RunFailed, RunProgress, RunStarted
-from services.dispatcher import repository
+from services.dispatcher import repository, trace_store
 from services.dispatcher.backends.base import PENDING, Backend, BackendUnavailable, JobLost, LaunchError
 from services.dispatcher.planning import StoredRun
 from services.dispatcher.repository import ClaimedRun
@@ -261,6 +261,7 @@ class Scheduler:
             if isinstance(outcome, JobLost):
                 return [RunFailed(reason=outcome.reason, detail=outcome.detail, retryable=outcome.retryable,
                                   **common)]
-            return [completed_event(run.run_id, run.submission_id, run.gpu, run.payload, backend, outcome)]
+            kept = await trace_store.keep_traces(conn, run.run_id, run.submission_id, run.gpu, outcome)
+            return [completed_event(run.run_id, run.submission_id, run.gpu, run.payload, backend, kept)]
 
         await self.kit.commit(apply)

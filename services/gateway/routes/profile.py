@@ -12,14 +12,15 @@ import base64
 import binascii
 import functools
 import hmac
-from typing import Annotated
+from typing import Annotated, cast, get_args
 
 from fastapi import APIRouter, Depends, Form, Header, HTTPException, Request, UploadFile
 from fastapi.responses import Response, StreamingResponse
 from pydantic import ValidationError
 
-from schemas.contracts import MAX_PROFILE_LAUNCHES, ProfileOptions
+from schemas.contracts import MAX_KERNEL_NAME, MAX_PROFILE_LAUNCHES, KernelNameBase, ProfileOptions
 from services.core.admission.policy import refuse
+from services.core.presentation.results import RunOutcome
 from services.core.rules import artifact_links
 from services.gateway.deps import CliUser, OptionalUser, Pool, Settings, idempotency_key, limits_of
 from services.gateway.routes.pages import Viewer
@@ -33,26 +34,54 @@ EXPIRED_LINK = "This download link has expired: ask for the profile again"
 NOT_YOURS = "Only the submitter and admins may download this profile"
 
 
+KERNEL_NAME_BASES = get_args(KernelNameBase)
+
+
+def _given(raw: str | None) -> str | None:
+    """A form field's text; empty or absent is None, as FastAPI reads an empty optional form field upstream."""
+    return None if raw is None or raw.strip() == "" else raw.strip()
+
+
+def _one_of(name: str, alias: str, value: str | None, aliased: str | None) -> str | None:
+    """popcorn-cli's field, or our earlier name for it; both given must agree."""
+    value, aliased = _given(value), _given(aliased)
+    if value is not None and aliased is not None and value != aliased:
+        refuse(400, f"{name} and {alias} name the same option: give one of them")
+    return value if value is not None else aliased
+
+
 def _whole(name: str, raw: str | None, lowest: int, highest: int) -> int | None:
-    if raw is None or raw.strip() == "":
+    if raw is None:
         return None
     try:
-        value = int(raw.strip())
+        value = int(raw)
     except ValueError:
         value = lowest - 1
     if not lowest <= value <= highest:
-        refuse(400, f"{name} must be a whole number from {lowest} to {highest}")
+        refuse(400, f"{name} must be an integer from {lowest} to {highest}")
     return value
 
 
-def capture_options(benchmark_index: str | None, kernel_name: str | None, launch_count: str | None,
-                    launch_skip: str | None) -> ProfileOptions:
-    """The multipart capture fields as options; an empty field counts as absent."""
+def capture_options(benchmark_index: str | None = None, ncu_kernel_name: str | None = None,
+                    ncu_kernel_name_base: str | None = None, ncu_launch_count: str | None = None,
+                    launch_skip: str | None = None, *, kernel_name: str | None = None,
+                    launch_count: str | None = None) -> ProfileOptions:
+    """The multipart capture fields as options, checked as upstream KernelBot checks them (a 400 naming the field);
+    `kernel_name` and `launch_count` are our earlier names of popcorn-cli's `ncu_kernel_name` and `ncu_launch_count`.
+    """
+    name = _one_of("ncu_kernel_name", "kernel_name", ncu_kernel_name, kernel_name)
+    if name is not None and (len(name) > MAX_KERNEL_NAME or "\x00" in name):
+        refuse(400, f"ncu_kernel_name must contain 1..{MAX_KERNEL_NAME} characters without NUL")
+    base = _given(ncu_kernel_name_base)
+    if base is not None and base not in KERNEL_NAME_BASES:
+        refuse(400, "ncu_kernel_name_base must be function, demangled, or mangled")
+    count = _whole("ncu_launch_count", _one_of("ncu_launch_count", "launch_count", ncu_launch_count, launch_count),
+                   1, MAX_PROFILE_LAUNCHES)
     try:
-        return ProfileOptions(benchmark_index=_whole("benchmark_index", benchmark_index, 0, 1_000_000),
-                              kernel_name=(kernel_name or "").strip() or None,
-                              launch_count=_whole("launch_count", launch_count, 1, MAX_PROFILE_LAUNCHES),
-                              launch_skip=_whole("launch_skip", launch_skip, 0, 100_000) or 0)
+        return ProfileOptions(benchmark_index=_whole("benchmark_index", _given(benchmark_index), 0, 1_000_000),
+                              kernel_name=name, kernel_name_base=cast(KernelNameBase | None, base),
+                              launch_count=count, launch_skip=_whole("launch_skip", _given(launch_skip), 0, 100_000)
+                              or 0)
     except ValidationError as invalid:
         error = invalid.errors()[0]
         refuse(400, f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}")
@@ -62,14 +91,21 @@ def capture_options(benchmark_index: str | None, kernel_name: str | None, launch
 @router.post("/profile/{leaderboard}/{gpu}", response_class=StreamingResponse, responses=STREAM_DOC,
              dependencies=[Depends(idempotency_key)])
 async def profile_submit(leaderboard: str, gpu: str, file: UploadFile, request: Request, user: CliUser,
-                         settings: Settings,
+                         settings: Settings, pool: Pool,
                          benchmark_index: Annotated[str | None, Form()] = None,
-                         kernel_name: Annotated[str | None, Form()] = None,
-                         launch_count: Annotated[str | None, Form()] = None,
-                         launch_skip: Annotated[str | None, Form()] = None) -> StreamingResponse:
+                         ncu_kernel_name: Annotated[str | None, Form()] = None,
+                         ncu_kernel_name_base: Annotated[str | None, Form()] = None,
+                         ncu_launch_count: Annotated[str | None, Form()] = None,
+                         launch_skip: Annotated[str | None, Form()] = None,
+                         kernel_name: Annotated[str | None, Form(description="our earlier name of ncu_kernel_name")]
+                         = None,
+                         launch_count: Annotated[str | None, Form(description="our earlier name of ncu_launch_count")]
+                         = None) -> StreamingResponse:
     """Profile a submission on one GPU: Nsight Compute on NVIDIA, rocprofv3 on AMD, torch.profiler on CPU. The
-    stream ends with a `result` event holding each case's artifacts and their download links, or an `error`."""
-    options = capture_options(benchmark_index, kernel_name, launch_count, launch_skip)
+    stream ends with a `result` event holding each case's zip inline (base64), its download link beside it, the
+    system and the profile's metadata, or an `error`."""
+    options = capture_options(benchmark_index, ncu_kernel_name, ncu_kernel_name_base, ncu_launch_count, launch_skip,
+                              kernel_name=kernel_name, launch_count=launch_count)
     release = limits_of(request).streams.take(user.user_id)
     try:
         accepted = await intake.accept(request, user, leaderboard, gpu, "profile", file, profile=options)
@@ -82,8 +118,12 @@ async def profile_submit(leaderboard: str, gpu: str, file: UploadFile, request: 
         return artifact_links.link(base_url, key, accepted.submission_id, run_gpu, stage,
                                    ttl_s=settings.profile_link_ttl_s)
 
-    return follow_stream(request, accepted, release,
-                         finish=functools.partial(profile_answer.final_event, make_link=make_link))
+    async def read_traces(outcomes: list[RunOutcome]) -> list[RunOutcome]:
+        return await artifacts_repository.with_traces(pool, accepted.submission_id, outcomes)
+
+    return follow_stream(request, accepted, release, finish=functools.partial(profile_answer.final_event,
+                                                                              make_link=make_link),
+                         complete=read_traces)
 
 
 def _admin(settings, authorization: str | None) -> bool:

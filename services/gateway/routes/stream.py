@@ -58,9 +58,10 @@ async def stream_submit(leaderboard: str, gpu: str, mode: str, file: UploadFile,
     return follow_stream(request, accepted, release)
 
 
-def follow_stream(request: Request, accepted: intake.Accepted, release,
-                  finish=sse.final_event) -> StreamingResponse:
-    """The SSE answer of an accepted submission; `release` frees its stream slot when the stream ends."""
+def follow_stream(request: Request, accepted: intake.Accepted, release, finish=sse.final_event,
+                  complete=None) -> StreamingResponse:
+    """The SSE answer of an accepted submission; `release` frees its stream slot when the stream ends. `complete`
+    adds to the finished runs' outcomes what the read model does not hold (the profile route's traces)."""
     pool, submission_id = state_of(request).pool, accepted.submission_id
 
     async def read_state() -> sse.JobState | None:
@@ -73,7 +74,8 @@ def follow_stream(request: Request, accepted: intake.Accepted, release,
     async def read_outcomes() -> list[results.RunOutcome]:
         requests = await submission_reads.run_requests(pool, submission_id)
         stages = await submission_reads.submission_runs(pool, submission_id)
-        return results.outcomes(requests, stages, [accepted.gpu])
+        found = results.outcomes(requests, stages, [accepted.gpu])
+        return found if complete is None else await complete(found)
 
     frames = sse.follow(submission_id, accepted.gpu, read_state, read_outcomes, finish=finish)
     return ratelimit.ReleasingStream(frames, release, media_type=sse.MEDIA_TYPE, headers=sse.HEADERS)

@@ -1,9 +1,11 @@
 """The terminal SSE event of `POST /profile/{leaderboard}/{gpu}` (docs/quickstart.md, "Profiling"). Pure.
 
-It is the streaming submit's `result` event (runs keyed `profile.<i>`, each with its ProfileResult, and the
-reports), plus `artifacts`: one signed, expiring download link per profiled case, named as popcorn-cli saves it
-(`profile.<i>-<case>.zip`). A trace over INLINE_TRACE_LIMIT leaves the answer (its `trace` is empty) and is offered
-by its link only. A failed or empty capture ends the stream with an `error` event instead, as upstream's route does.
+It is what released popcorn-cli reads (tests/support/popcorn_profile.py says exactly what): the streaming submit's
+`result` event, each result (one per run) with `success`, `system`, `profile_metadata` and its runs keyed
+`profile.<i>`, each run's `profile.trace` the case's zip inline as base64, whatever its size up to MAX_TRACE_CHARS.
+Beside it, as an addition, each stage's `profile.download_url` and `artifacts`: one signed, expiring download link per
+case, named `profile.<i>-<case>.zip`. A failed or empty capture, or a trace over the limit, ends the stream with an
+`error` event instead, as upstream's route does: never a result the client would refuse.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import json
 import zipfile
 from collections.abc import Callable
 from typing import Any
@@ -19,8 +22,11 @@ from services.core.presentation import reports
 from services.core.presentation.results import RunOutcome
 from services.gateway.submitting import sse
 
-# base64 characters of one case's zip kept inline in the answer
-INLINE_TRACE_LIMIT = 512 * 1024
+# One case's zip may be up to 32 MiB, the runner's own limit (runner/profilers/bundle.py, MAX_ZIP_BYTES); its
+# base64 is 4/3 of that. A trace over it (from a runner that does not enforce the limit) is an error, never a link.
+MAX_ZIP_BYTES = 32 * 1024 * 1024
+MAX_TRACE_CHARS = 4 * -(-MAX_ZIP_BYTES // 3)
+MANIFEST = "manifest.json"
 MakeLink = Callable[[str, str], str]  # (gpu, stage) -> URL
 
 
@@ -41,8 +47,13 @@ def stage_failure(key: str, stage: dict[str, Any]) -> str | None:
         reason = result.get("error") or result.get("benchmark.0.error") or f"exit code {run.get('exit_code')}"
         stderr = (run.get("stderr") or "").strip()
         return f"{key} failed: {reason}" + (f"\n{stderr[-1500:]}" if stderr and "error" not in result else "")
-    if not (stage.get("profile") or {}).get("trace"):
+    trace = (stage.get("profile") or {}).get("trace") or ""
+    if not trace:
         return f"{key} captured no profile"
+    if len(trace) > MAX_TRACE_CHARS:
+        return (f"{key}'s profile is {len(trace) * 3 / 4 / 2**20:.1f} MiB, over the {MAX_ZIP_BYTES >> 20} MiB one "
+                f"case may carry: capture fewer kernels (--ncu-launch-count, --ncu-kernel-name) or one case "
+                f"(--benchmark-index)")
     return None
 
 
@@ -61,30 +72,52 @@ def failure(outcomes: list[RunOutcome]) -> tuple[int, str] | None:
     return None
 
 
-def zip_folder(trace: str, fallback: str) -> str:
-    """The folder inside a case's zip (`profile.0-n-1024`), which names the download."""
+def _archive(trace: str) -> tuple[list[str], dict[str, Any]]:
+    """The names in a case's zip and its manifest ({} where there is none)."""
     try:
         with zipfile.ZipFile(io.BytesIO(base64.b64decode(trace))) as archive:
             names = archive.namelist()
-    except (binascii.Error, ValueError, zipfile.BadZipFile):
-        return fallback
+            manifest = next((json.loads(archive.read(name)) for name in names if name.endswith("/" + MANIFEST)), {})
+    except (binascii.Error, ValueError, zipfile.BadZipFile, KeyError):
+        return [], {}
+    return names, manifest if isinstance(manifest, dict) else {}
+
+
+def zip_folder(trace: str, fallback: str) -> str:
+    """The folder inside a case's zip (`profile.0-n-1024`), which names the download."""
+    names, _ = _archive(trace)
     return names[0].split("/")[0] if names and "/" in names[0] else fallback
+
+
+def profile_metadata(manifests: list[dict[str, Any]]) -> dict[str, Any]:
+    """upstream KernelBot's `FullResult.profile_metadata`, from the cases' manifests (runner/profilers/bundle.py):
+    the capture options as popcorn-cli names them, each profiled case by index, and the configuration's sha256."""
+    first = manifests[0] if manifests else {}
+    return {
+        "capture_options": first.get("capture_options", {}),
+        "benchmark_specs": {str((m.get("benchmark") or {}).get("index")): (m.get("benchmark") or {}).get("case")
+                            for m in manifests if m.get("benchmark")},
+        "config_sha256": first.get("config_sha256"),
+    }
 
 
 def result_event(submission_id: int, job_status: str, outcomes: list[RunOutcome], make_link: MakeLink) -> bytes:
     artifacts, results = [], []
     for outcome in outcomes:
-        runs = dict(outcome.result.get("runs") or {})
+        runs, manifests = dict(outcome.result.get("runs") or {}), []
         for key, stage in profile_stages(outcome):
             profile = stage.get("profile") or {}
             trace = profile.get("trace") or ""
+            names, manifest = _archive(trace)
+            manifests.append(manifest)
             url = make_link(outcome.gpu, key)
-            artifacts.append({"name": f"{zip_folder(trace, key)}.zip", "url": url, "gpu": outcome.gpu, "stage": key,
-                              "profiler": profile.get("profiler", ""), "size": len(trace) * 3 // 4,
-                              "inline": len(trace) <= INLINE_TRACE_LIMIT})
-            kept = trace if len(trace) <= INLINE_TRACE_LIMIT else ""
-            runs[key] = {**stage, "profile": {**profile, "trace": kept, "download_url": url}}
-        results.append({**outcome.result, "runs": runs})
+            folder = names[0].split("/")[0] if names and "/" in names[0] else key
+            artifacts.append({"name": f"{folder}.zip", "url": url, "gpu": outcome.gpu, "stage": key,
+                              "profiler": profile.get("profiler", ""), "size": len(base64.b64decode(trace)),
+                              "inline": True})
+            runs[key] = {**stage, "profile": {**profile, "trace": trace, "download_url": url}}
+        results.append({**outcome.result, "system": outcome.result.get("system") or {},
+                        "profile_metadata": profile_metadata(manifests), "runs": runs})
     return sse.frame("result", {
         "status": "success", "submission_id": submission_id, "job_status": job_status, "results": results,
         "reports": [reports.report(o.gpu, o.backend, o.mode, secret=o.secret, result=o.result) for o in outcomes],

@@ -8,7 +8,9 @@ in order, from every process of it (the variable is inherited by its children, a
 From that log each tool applies its own documented filters and writes files in its real formats:
 
 * ncu: `--target-processes` (`application-only` keeps the direct child's launches), `--nvtx --nvtx-include R/`
-  (launches inside the push/pop range R), `--kernel-name` (the function name, or `regex:` and a pattern),
+  (launches inside the push/pop range R), `--kernel-name` (a name, or `regex:` and a pattern) matched against the
+  form `--kernel-name-base` names: `function` (default: the bare function name), `demangled` (the whole logged name)
+  or `mangled` (`_Z<length><function>`, a stand-in for the Itanium mangling),
   `--launch-skip`, `--launch-count`, `--export` (writes `<path>.ncu-rep`, opaque bytes here; nothing when no kernel
   was profiled, with `==WARNING== No kernels were profiled.`). `ncu --import R --page details [--csv]` prints the
   details page as text or as CSV in ncu's column layout.
@@ -17,7 +19,9 @@ From that log each tool applies its own documented filters and writes files in i
   `--kernel-include-regex` keeps matching dispatches.
 
 `config.json` beside the executables can make a tool crash (`{"crash": "ncu"}`): it then prints an `==ERROR==` line
-(ncu) or an error line (rocprofv3), writes nothing and exits 1 after the program ran.
+(ncu) or an error line (rocprofv3), writes nothing and exits 1 after the program ran. `{"report_bytes": N}` makes
+each `.ncu-rep` N random bytes longer, as real reports of the full section set run to megabytes. `nvidia_smi=NAME`
+also installs an `nvidia-smi` that lists one GPU of that name, so the runner takes the host for a CUDA host.
 """
 
 from __future__ import annotations
@@ -47,10 +51,14 @@ MARKER_COLUMNS = ("Domain", "Function", "Process_Id", "Thread_Id", "Correlation_
 STATS_COLUMNS = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage", "MinNs", "MaxNs", "StdDev")
 
 
-def install(bin_dir: Path, *, crash: str = "") -> Path:
+def install(bin_dir: Path, *, crash: str = "", report_bytes: int = 0, nvidia_smi: str = "") -> Path:
     """Write `ncu` and `rocprofv3` into `bin_dir` (to be put first on PATH)."""
     bin_dir.mkdir(parents=True, exist_ok=True)
-    (bin_dir / "config.json").write_text(json.dumps({"crash": crash}))
+    (bin_dir / "config.json").write_text(json.dumps({"crash": crash, "report_bytes": report_bytes}))
+    if nvidia_smi:
+        smi = bin_dir / "nvidia-smi"
+        smi.write_text(f"#!/bin/sh\necho {json.dumps(nvidia_smi)}\n")
+        smi.chmod(0o755)
     for tool in ("ncu", "rocprofv3"):
         path = bin_dir / tool
         path.write_text(f"#!{sys.executable}\nimport importlib.util, sys\n"
@@ -114,6 +122,12 @@ def _function(name: str) -> str:
     return name.split("(", 1)[0].split("<", 1)[0].split()[-1]
 
 
+def _name_as(name: str, base: str) -> str:
+    """A launch's name in the form `--kernel-name-base` names."""
+    function = _function(name)
+    return {"function": function, "demangled": name, "mangled": f"_Z{len(function)}{function}"}[base]
+
+
 def ncu(argv: list[str]) -> int:
     options, command = _options(argv)
     if "--import" in options:
@@ -129,10 +143,10 @@ def ncu(argv: list[str]) -> int:
         wanted = options["--nvtx-include"].rstrip("/")
         launches = [launch for launch in launches if wanted in launch["ranges"]]
     if "--kernel-name" in options:
-        pattern = options["--kernel-name"]
-        launches = [launch for launch in launches if (re.search(pattern[6:], launch["name"])
+        pattern, base = options["--kernel-name"], options.get("--kernel-name-base", "function")
+        launches = [launch for launch in launches if (re.search(pattern[6:], _name_as(launch["name"], base))
                                                       if pattern.startswith("regex:")
-                                                      else _function(launch["name"]) == pattern)]
+                                                      else _name_as(launch["name"], base) == pattern)]
     skip = int(options.get("--launch-skip", "0"))
     count = int(options["--launch-count"]) if "--launch-count" in options else None
     launches = launches[skip:] if count is None else launches[skip:skip + count]
@@ -143,7 +157,9 @@ def ncu(argv: list[str]) -> int:
         print("==WARNING== No kernels were profiled.")
         return code
     report = Path(options["--export"] + ".ncu-rep")
-    report.write_bytes(REPORT_MAGIC + json.dumps(launches).encode() + os.urandom(64))
+    described = json.dumps(launches).encode()
+    padding = os.urandom(64 + int(_config().get("report_bytes", 0)))
+    report.write_bytes(REPORT_MAGIC + len(described).to_bytes(8, "big") + described + padding)
     print(f"==PROF== Report: {report}")
     return code
 
@@ -153,7 +169,8 @@ def ncu_import(options: dict[str, str]) -> int:
     if not data.startswith(REPORT_MAGIC):
         print(f"==ERROR== Failed to open report {options['--import']}", file=sys.stderr)
         return 1
-    launches = json.loads(data[len(REPORT_MAGIC):-64])
+    start = len(REPORT_MAGIC) + 8
+    launches = json.loads(data[start:start + int.from_bytes(data[len(REPORT_MAGIC):start], "big")])
     if "--csv" in options:
         out = io.StringIO()
         writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
