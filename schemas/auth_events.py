@@ -57,3 +57,20 @@ class WebAuthIdSet(Event):
 
     def identity(self) -> str:
         return f"{self.user_id}:{self.web_auth_id_sha256}"
+
+
+class WebsiteUserSignedIn(Event):
+    """A website that signs people in itself vouched for a user the platform did not know yet.
+
+    Kernelboard (gpumode.com) writes a web id into `leaderboard.user_info` when someone signs in there, as it does on
+    upstream's database; the first time such a user submits through it, the gateway records them with this event. They
+    are created without any credential of the platform's (their web id stays the website's, accepted on the submit
+    route only), so that bans and renames reach them like anyone else. A known user is left as they are.
+    """
+
+    subject = "evt.user.website_signed_in"
+    user_id: str
+    user_name: str
+
+    def identity(self) -> str:
+        return self.user_id

@@ -7,7 +7,7 @@ import hashlib
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.contracts import FullResult, Mode, ProfileOptions, Task, UserMode
 from schemas.credentials import read_clear_id
@@ -24,6 +24,10 @@ class _Part(BaseModel):
 
 # --- leaderboards -------------------------------------------------------------------------------------------
 
+# Practice boards' ids start here (migrations/0106_board_ids.sql): far above any id an upstream deployment's serial
+# reaches, so an import finds its ids free.
+FIRST_PRACTICE_BOARD_ID = 1_000_000_000
+
 
 class LeaderboardCreated(Event):
     subject = "evt.leaderboard.created"
@@ -38,6 +42,11 @@ class LeaderboardCreated(Event):
     secret_seed: int
     creator_id: int = 0
     forum_id: int = -1
+    # The board's id, where it must be this one: an import keeps upstream's (links such as /leaderboard/N). Without
+    # it the ledger numbers the board, from a range of practice ids for a practice board (bundled examples, dev and
+    # scratch boards), so that those never take an id an import needs.
+    board_id: int | None = Field(default=None, ge=1, lt=FIRST_PRACTICE_BOARD_ID)
+    practice: bool = False
 
     def identity(self) -> str:
         return f"{self.name}:{self.task_hash}"
@@ -343,7 +352,7 @@ class LeaderboardRankChanged(Event):
         return f"{self.leaderboard}:{self.gpu}:{self.caused_by_submission}"
 
 
-from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet  # noqa: E402 - its own module, registered here
+from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet, WebsiteUserSignedIn  # noqa: E402 - its own module, registered here
 from schemas.operations_events import OPERATIONS_EVENTS  # noqa: E402 - operator events, own module
 from schemas.policy_events import POLICY_EVENTS  # noqa: E402 - policy changes, own module
 from schemas.precheck_events import PRECHECK_EVENTS  # noqa: E402 - the source pre-check, own module
@@ -355,6 +364,7 @@ CATALOGUE: tuple[type[Event], ...] = (
     CliUserRegistered,
     OAuthUserRegistered,
     WebAuthIdSet,
+    WebsiteUserSignedIn,
     UserRenamed,
     SubmissionReceived,
     SubmissionAccepted,

@@ -22,6 +22,7 @@ from services.cli import (
     runners,
     toolchain_cmd,
     users_cmd,
+    website_cmd,
 )
 from services.cli.run_local import run_local_command
 from services.core.rules import noise
@@ -44,6 +45,7 @@ precheck.register(app)  # operator commands: precheck rules, precheck clear
 conformance.register(app)  # runner-host command: conformance
 harness_cmd.register(app)  # operator command: harness identify
 users_cmd.register(app)  # operator command: users rotate-cli-id
+website_cmd.register(app)  # operator command: website-role
 
 Url = Annotated[str, typer.Option(help="Gateway URL (default: KB_URL, else http://127.0.0.1:8000)")]
 SERVICE_NAMES = ("gateway", "dispatcher", "scorer", "ledger", "discord")

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.types import Receive, Scope, Send
 
-from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet
+from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet, WebsiteUserSignedIn
 from schemas.events import CliUserRegistered, SubmissionDeleted, SubmissionReceived
 from schemas.policy_events import POLICY_EVENTS
 from schemas.precheck_events import PrecheckCleared
@@ -55,7 +55,8 @@ def create_app(settings: GatewaySettings | None = None) -> FastAPI:
     settings = settings or GatewaySettings()
     broker = make_broker(settings.nats_url, log_level=settings.log_level)
     document_publishers(broker, "gateway", (SubmissionReceived, SubmissionDeleted, CliUserRegistered,
-                                             OAuthUserRegistered, WebAuthIdSet, *POLICY_EVENTS, PrecheckCleared))
+                                             OAuthUserRegistered, WebAuthIdSet, WebsiteUserSignedIn, *POLICY_EVENTS,
+                                             PrecheckCleared))
     document_publishers(broker, "gateway", admin_problems.PUBLISHES)
     state = GatewayState(settings=settings, broker=broker, limits=Limits(settings), web_key=web_key(settings))
 

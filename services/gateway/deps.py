@@ -15,6 +15,7 @@ from faststream.nats import NatsBroker
 
 from services.core.infrastructure.position import LedgerPosition
 from services.core.readmodel import user_reads
+from services.gateway.accounts import website
 from services.gateway.edge.ratelimit import Limits
 from services.gateway.fastpaths.standings_cache import StandingsCache
 from services.gateway.settings import GatewaySettings
@@ -107,6 +108,25 @@ async def current_user(
     return user
 
 
+async def submitting_user(
+    state: State,
+    x_popcorn_cli_id: Annotated[str | None, Header()] = None,
+    x_web_auth_id: Annotated[str | None, Header()] = None,
+) -> User:
+    """USER auth class of `POST /submission/...`, the route a website submits through: a web id the website wrote
+    into `leaderboard.user_info` at sign-in counts here too (services/gateway/accounts/website.py)."""
+    try:
+        return await current_user(state.pool, x_popcorn_cli_id, x_web_auth_id)
+    except HTTPException as refused:
+        if refused.status_code != 401 or not x_web_auth_id:
+            raise
+        row = await website.signed_in(state.pool, state.broker, state.position, x_web_auth_id,
+                                      state.settings.projection_wait_s)
+        if row is None:
+            raise
+        return User(str(row["user_id"]), row["user_name"], row["banned"], via_cli=False)
+
+
 async def optional_user(
     pool: Pool,
     x_popcorn_cli_id: Annotated[str | None, Header()] = None,
@@ -139,6 +159,7 @@ async def cli_user(pool: Pool, x_popcorn_cli_id: Annotated[str | None, Header()]
 
 
 CurrentUser = Annotated[User, Depends(current_user)]
+SubmittingUser = Annotated[User, Depends(submitting_user)]
 OptionalUser = Annotated[User | None, Depends(optional_user)]
 CliUser = Annotated[User, Depends(cli_user)]
 QuietUser = Annotated[User | None, Depends(quiet_user)]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet
+from schemas.auth_events import OAuthUserRegistered, WebAuthIdSet, WebsiteUserSignedIn
 from schemas.envelope import Event
 from schemas.events import (
     CliUserRegistered,
@@ -41,7 +41,7 @@ from schemas.precheck_events import PrecheckCleared, PrecheckPolicySet, Submissi
 # The order statements are applied in; each name is a statement of the ledger's repository.
 STATEMENT_ORDER = (
     "archive", "leaderboard_create", "leaderboard_update", "leaderboard_purge", "leaderboard_delete",
-    "user_upsert", "user_provider", "user_web_id",
+    "user_upsert", "user_provider", "user_web_id", "user_website",
     "intake_set", "user_ban", "visibility_set", "rate_limit_put", "precheck_policy_put", "invite_create",
     "invite_claim", "invite_revoke", "submission_insert", "submission_delete", "user_rename", "user_rename_submissions",
     "notify_submission", "job_set", "submission_status", "precheck_verdict_insert", "precheck_clear",
@@ -54,8 +54,8 @@ BOARD_EVENTS = (LeaderboardCreated, LeaderboardUpdated, LeaderboardDeleted)
 # The events that become parameter rows here (the rest are read from the archive by archive_sql.py).
 PLANNED_EVENTS = (*BOARD_EVENTS, IntakePaused, IntakeResumed, UserBanned, UserUnbanned, LeaderboardVisibilityChanged,
                   RateLimitSet, RateLimitCleared, InvitesCreated, InviteClaimed, InviteRevoked, CliUserRegistered,
-                  OAuthUserRegistered, WebAuthIdSet, SubmissionDeleted, ScoreRevised, UserRenamed, PrecheckPolicySet,
-                  PrecheckCleared, SubmissionReinstated)
+                  OAuthUserRegistered, WebAuthIdSet, WebsiteUserSignedIn, SubmissionDeleted, ScoreRevised, UserRenamed,
+                  PrecheckPolicySet, PrecheckCleared, SubmissionReinstated)
 
 
 @dataclass
@@ -81,7 +81,8 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
         case LeaderboardCreated():
             plan.add("leaderboard_create", event.name, event.description, event.task.model_dump(mode="json"),
                      event.task_hash, event.templates, event.gpus, event.deadline, event.secret_seed,
-                     event.visibility, event.task.ranking_by, event.creator_id, event.forum_id, event.occurred_at)
+                     event.visibility, event.task.ranking_by, event.creator_id, event.forum_id, event.occurred_at,
+                     event.board_id, event.practice)
         case LeaderboardUpdated():
             plan.add("leaderboard_update", event.name, event.description, event.task.model_dump(mode="json"),
                      event.task_hash, event.templates, event.deadline, event.task.ranking_by)
@@ -113,6 +114,8 @@ def _plan_event(plan: Plan, seq: int, event: Event) -> None:  # noqa: C901 - one
             plan.add("user_provider", event.user_id, event.provider)
         case WebAuthIdSet():
             plan.add("user_web_id", event.user_id, event.user_name, event.web_auth_id_sha256)
+        case WebsiteUserSignedIn():
+            plan.add("user_website", event.user_id, event.user_name)
         case UserRenamed():
             plan.add("user_rename", event.user_id, event.user_name)
             plan.add("user_rename_submissions", event.user_id, event.user_name)

@@ -18,11 +18,20 @@ FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[], $5::text[], $6::ti
 ON CONFLICT (stream_seq) DO NOTHING
 """
 STATEMENTS = {
+    # The id the event names (an import keeps upstream's), else the next of the practice or the ordinary sequence:
+    # projection order numbers boards, so a rebuild, restarting both sequences, gives each the id it had. A named id
+    # moves the ordinary sequence past it. A board whose name or id is taken is not made (the import refuses those
+    # before it publishes; this covers a board made between its check and its events).
     "leaderboard_create": """
-        INSERT INTO leaderboards (name, description, task, task_hash, templates, gpus, deadline, secret_seed,
-                                  visibility, ranking_by, creator_id, forum_id, created_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
-        ON CONFLICT (lower(name)) DO NOTHING""",
+        WITH made AS (
+            INSERT INTO leaderboards (id, name, description, task, task_hash, templates, gpus, deadline, secret_seed,
+                                      visibility, ranking_by, creator_id, forum_id, created_at, practice)
+            VALUES (COALESCE($14::integer, CASE WHEN $15::boolean THEN nextval('practice_board_ids')
+                                                ELSE nextval('leaderboards_id_seq') END),
+                    $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $15)
+            ON CONFLICT DO NOTHING)
+        SELECT setval('leaderboards_id_seq', GREATEST($14::integer, last_value), true)
+        FROM leaderboards_id_seq WHERE $14::integer IS NOT NULL""",
     "leaderboard_update": """
         UPDATE leaderboards SET description = $2, task = $3, task_hash = $4, templates = $5, deadline = $6,
                ranking_by = $7
@@ -44,6 +53,7 @@ STATEMENTS = {
         INSERT INTO users (user_id, user_name, web_auth_id_sha256)
         SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM users WHERE web_auth_id_sha256 = $3 AND user_id <> $1)
         ON CONFLICT (user_id) DO UPDATE SET web_auth_id_sha256 = $3""",
+    "user_website": "INSERT INTO users (user_id, user_name) VALUES ($1, $2) ON CONFLICT (user_id) DO NOTHING",
     # policy changes (schemas.policy_events); leaderboards are named, their ids resolved at projection time
     "intake_set": """
         INSERT INTO intake (accepting, changed_at) VALUES ($1, $2)

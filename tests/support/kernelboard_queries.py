@@ -253,7 +253,8 @@ IS_ENDED = """
             WHERE id = %s;
 """
 
-# kernelboard/lib/auth_utils.py and api/submission.py: how it keeps a web id today (writes and reads it in clear)
+# kernelboard/lib/auth_utils.py and api/submission.py: sign-in writes a web id unless the user has one, and each
+# submit reads it back in clear to send as X-Web-Auth-Id
 ENSURE_WEB_ID = """
             INSERT INTO leaderboard.user_info (id, user_name, web_auth_id)
             VALUES (%s, %s, %s)
@@ -267,3 +268,71 @@ USER_TOKEN = """
             FROM leaderboard.user_info
             WHERE id = %s
 """
+
+# ranking_worker.py: the top-three notifier, at each start and each poll; it keeps its own table in the schema
+SNAPSHOT_TABLE = """
+            CREATE TABLE IF NOT EXISTS leaderboard.ranking_snapshot (
+                leaderboard_id  INTEGER NOT NULL,
+                gpu_type        TEXT NOT NULL,
+                rank            INTEGER NOT NULL,
+                user_id         TEXT NOT NULL,
+                user_name       TEXT,
+                score           NUMERIC NOT NULL,
+                snapshot_time   TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+                PRIMARY KEY (leaderboard_id, gpu_type, rank)
+            );
+"""
+TOP_THREE = """
+WITH
+priority_gpu AS (
+    SELECT DISTINCT ON (leaderboard_id) leaderboard_id, gpu_type
+    FROM leaderboard.gpu_type
+    ORDER BY leaderboard_id,
+        CASE gpu_type WHEN 'B200' THEN 1 WHEN 'H100' THEN 2 WHEN 'MI300' THEN 3 WHEN 'A100' THEN 4 WHEN 'L4' THEN 5
+                      WHEN 'T4' THEN 6 ELSE 7 END,
+        gpu_type
+),
+active_leaderboards AS (
+    SELECT id, name FROM leaderboard.leaderboard WHERE deadline > NOW() OR deadline IS NULL
+),
+personal_best_candidates AS (
+    SELECT r.runner, s.leaderboard_id, s.user_id, u.user_name, r.score,
+        RANK() OVER (PARTITION BY s.leaderboard_id, r.runner, s.user_id ORDER BY r.score ASC)
+            AS personal_submission_rank
+    FROM leaderboard.runs r
+    JOIN leaderboard.submission s ON r.submission_id = s.id
+    JOIN active_leaderboards a ON s.leaderboard_id = a.id
+    JOIN priority_gpu p ON p.leaderboard_id = s.leaderboard_id AND p.gpu_type = r.runner
+    LEFT JOIN leaderboard.user_info u ON s.user_id = u.id
+    WHERE NOT r.secret AND r.score IS NOT NULL AND r.passed
+),
+personal_best_runs AS (SELECT * FROM personal_best_candidates WHERE personal_submission_rank = 1),
+ranked_users AS (
+    SELECT leaderboard_id, runner, user_id, user_name, score,
+        RANK() OVER (PARTITION BY leaderboard_id, runner ORDER BY score ASC) AS user_rank
+    FROM personal_best_runs
+)
+SELECT a.id AS leaderboard_id, a.name AS leaderboard_name, p.gpu_type, r.user_rank AS rank, r.user_id, r.user_name,
+       r.score
+FROM active_leaderboards a
+JOIN priority_gpu p ON p.leaderboard_id = a.id
+JOIN ranked_users r ON r.leaderboard_id = a.id AND r.runner = p.gpu_type
+WHERE r.user_rank <= 3
+ORDER BY a.id, r.user_rank;
+"""
+SNAPSHOT_READ = """
+            SELECT leaderboard_id, gpu_type, rank, user_id, user_name, score
+            FROM leaderboard.ranking_snapshot
+"""
+SNAPSHOT_WRITE = """
+                INSERT INTO leaderboard.ranking_snapshot
+                    (leaderboard_id, gpu_type, rank, user_id, user_name, score, snapshot_time)
+                VALUES (%s, %s, %s, %s, %s, %s, NOW())
+                ON CONFLICT (leaderboard_id, gpu_type, rank)
+                DO UPDATE SET
+                    user_id = EXCLUDED.user_id,
+                    user_name = EXCLUDED.user_name,
+                    score = EXCLUDED.score,
+                    snapshot_time = EXCLUDED.snapshot_time
+"""
+SNAPSHOT_CLEANUP = "DELETE FROM leaderboard.ranking_snapshot WHERE leaderboard_id = ANY(%s)"

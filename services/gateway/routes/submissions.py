@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 
 from services.core.presentation import views
 from services.core.readmodel import queue_reads
-from services.gateway.deps import CurrentUser, Pool, idempotency_key
+from services.gateway.deps import Pool, SubmittingUser, idempotency_key
 from services.gateway.responses import Accepted, documents
 from services.gateway.submitting import intake
 
@@ -36,6 +36,6 @@ async def accepted_response(pool, accepted: intake.Accepted) -> JSONResponse:
 
 @router.post("/submission/{leaderboard}/{gpu}/{mode}", status_code=202,
              dependencies=[Depends(idempotency_key)], responses=documents(Accepted, 202))
-async def submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request, user: CurrentUser,
+async def submit(leaderboard: str, gpu: str, mode: str, file: UploadFile, request: Request, user: SubmittingUser,
                  pool: Pool) -> JSONResponse:
     return await accepted_response(pool, await intake.accept(request, user, leaderboard, gpu, mode, file))
