@@ -28,6 +28,6 @@ def leaderboards_from_competition(competition_file: Path, existing: set[str]) ->
         events.append(LeaderboardCreated(
             name=name, description=problem.description, task=problem.task, task_hash=problem.task_hash,
             templates=problem.templates, gpus=gpus, deadline=parse_deadline(entry.get("deadline")),
-            secret_seed=secrets.randbits(31),
+            secret_seed=secrets.randbits(31), practice=True,  # examples to try the platform on, not a contest
         ))
     return events

@@ -97,7 +97,7 @@ def boards(catalogue: Catalogue, first_seen: dict[int, datetime], report: Report
             name=row["name"], description=description, task=task, task_hash=compute_task_hash(task),
             templates=board_templates, gpus=board_gpus, deadline=moment(row["deadline"]), visibility=visibility,
             secret_seed=int(row.get("secret_seed") or 0), creator_id=int(row.get("creator_id") or 0),
-            forum_id=-1 if row.get("forum_id") is None else int(row["forum_id"]),
+            forum_id=-1 if row.get("forum_id") is None else int(row["forum_id"]), board_id=int(row["id"]),
             occurred_at=first_seen.get(row["id"], UPSTREAM_EPOCH))))
         known[row["id"]] = Board(row["name"], task, board_gpus)
     report.counts["boards"] = len(known)

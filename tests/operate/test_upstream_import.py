@@ -6,16 +6,21 @@ import asyncio
 
 import pytest
 
+from problems import PROBLEMS_ROOT
 from schemas.credentials import cli_id_hash
+from schemas.events import FIRST_PRACTICE_BOARD_ID
+from services.cli.bundled import leaderboards_from_competition
 from services.operate.upstream_import import import_upstream
 from tests.operate.conftest import run_cli
 from tests.support.events import archived, query
 from tests.support.platform import Platform, identity_board
-from tests.support.upstream_db import CLI_IDS, SUBMISSIONS, WEB_IDS, upstream_ranking
+from tests.support.upstream_db import BOARD_IDS, CLI_IDS, SUBMISSIONS, WEB_IDS, upstream_ranking
 
 pytestmark = pytest.mark.slow
 
 BOARDS = {"matmul": ["A100", "H100"], "sorting-closed": ["B200"], "old-cuda": ["T4"]}
+PRACTICE = {board.name for board in leaderboards_from_competition(PROBLEMS_ROOT / "examples.yaml", set())}
+BOARD_ROWS = "SELECT id, name, practice FROM leaderboards ORDER BY id"
 
 
 class Interrupted(Exception):
@@ -51,6 +56,10 @@ def test_an_upstream_deployment_is_imported_with_its_rankings_resumably_and_once
     platform = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
     platform.start()
     try:
+        # what `kernelbot up` made first (its practice boards), and a board of the platform's own: id 1, which
+        # upstream's boards leave free
+        platform.load_bundled_problems()
+        platform.add_boards(identity_board("own-board", ["null"]))
         interrupted_import(platform, upstream_url, after=14)  # boards, users and part of the submissions
         report_path = tmp_path / "report.txt"
         resumed = run_cli(platform, "import-upstream", upstream_url, "--report", str(report_path))
@@ -64,7 +73,7 @@ def test_an_upstream_deployment_is_imported_with_its_rankings_resumably_and_once
         [counts] = query(database_url, "SELECT count(*) AS n, count(DISTINCT event_id) AS d, "
                                        "count(*) FILTER (WHERE event_id NOT LIKE 'upstream:%') AS native "
                                        "FROM event_archive")
-        assert counts["n"] == counts["d"] and counts["native"] == 0
+        assert counts["n"] == counts["d"] and counts["native"] == len(PRACTICE) + 1  # the boards made before
 
         for board, gpus in BOARDS.items():
             for gpu in gpus:
@@ -80,9 +89,15 @@ def test_an_upstream_deployment_is_imported_with_its_rankings_resumably_and_once
             (board, gpu, row["user_id"]) for board, gpus in BOARDS.items() for gpu in gpus
             for row in upstream_ranking(upstream_url, board, gpu)}
 
-        boards = {r["name"]: r for r in query(database_url, "SELECT name, gpus, visibility, secret_seed, forum_id, "
-                                                            "deadline, templates, created_at FROM leaderboards")}
-        assert set(boards) == set(BOARDS)  # the deleted board stays deleted
+        boards = {r["name"]: r for r in query(database_url, "SELECT id, name, gpus, visibility, secret_seed, forum_id, "
+                                                            "deadline, templates, created_at, practice "
+                                                            "FROM leaderboards")}
+        assert set(boards) == {*BOARDS, *PRACTICE, "own-board"}  # the deleted board stays deleted
+        # upstream's ids kept; the practice boards in their own range, out of the way; the platform's own kept too
+        assert {name: boards[name]["id"] for name in BOARDS} == {name: BOARD_IDS[name] for name in BOARDS}
+        assert all(boards[name]["id"] >= FIRST_PRACTICE_BOARD_ID and boards[name]["practice"] for name in PRACTICE)
+        assert (boards["own-board"]["id"], boards["own-board"]["practice"]) == (1, False)
+        assert not any(boards[name]["practice"] for name in BOARDS)
         assert boards["sorting-closed"]["visibility"] == "closed" and boards["matmul"]["secret_seed"] == 4242
         assert boards["matmul"]["gpus"] == ["A100", "H100"] and boards["old-cuda"]["forum_id"] == 557
         assert boards["matmul"]["created_at"].year == 2026  # dated by its first submission: history, not news
@@ -101,7 +116,9 @@ def test_an_upstream_deployment_is_imported_with_its_rankings_resumably_and_once
 
         statuses = {r["id"]: (r["status"], r["code"]) for r in query(database_url,
                                                                      "SELECT id, status, code FROM submissions")}
-        assert statuses[100 + 6 * 7][0] == "hacked" and statuses[100 + 7 * 7][0] == "hacked"
+        hacked = {sid for sid, (status, _) in statuses.items() if status == "hacked"}
+        assert hacked == {100 + 6 * 7, 100 + 7 * 7, 100 + 16 * 7}
+        assert not hacked & {score["submission_id"] for score in archived(database_url, "ScoreComputed")}
         assert statuses[100 + 8 * 7][0] == "failed" and statuses[100 + 10 * 7][0] == "failed"
         assert statuses[100 + 14 * 7][1] == "print('\ufffd\ufffd')"
         limits = query(database_url, "SELECT mode_category, max_submissions_per_hour FROM rate_limits ORDER BY 1")
@@ -114,6 +131,14 @@ def test_an_upstream_deployment_is_imported_with_its_rankings_resumably_and_once
 
         next_id = query(database_url, "SELECT nextval('submission_ids') AS n")[0]["n"]
         assert next_id > 100 + len(SUBMISSIONS) * 7
+
+        # a rebuild of the read model gives every board the id it had, and the next board one above them all
+        before = query(database_url, BOARD_ROWS)
+        run_cli(platform, "events", "replay", "ledger", "--source", "archive")
+        assert query(database_url, BOARD_ROWS) == before
+        platform.add_boards(identity_board("after-import", ["null"]))
+        [after] = query(database_url, "SELECT id FROM leaderboards WHERE name = 'after-import'")
+        assert after["id"] == max(BOARD_IDS[name] for name in BOARDS) + 1
 
         report = report_path.read_text()
         for expected_line in ("GONE-ONLY: covers no board", "user 1007: banned upstream but has neither",
@@ -132,6 +157,25 @@ def test_an_import_refuses_a_platform_that_already_has_a_board_of_that_name(
         platform.add_boards(identity_board("matmul", ["null"]))
         refused = run_cli(platform, "import-upstream", upstream_url, check=False)
         assert refused.returncode == 1 and "already has leaderboards named matmul" in refused.stderr
+        assert query(database_url, "SELECT count(*) AS n FROM event_archive WHERE event_id LIKE 'upstream:%'"
+                     )[0]["n"] == 0
+    finally:
+        platform.stop()
+
+
+def test_an_import_refuses_a_platform_whose_own_board_has_an_id_upstream_gave_a_board(
+        nats_url, database_url, upstream_url, tmp_path):
+    platform = Platform(nats_url, database_url, tmp_path, null_gpus=("null",))
+    platform.start()
+    try:
+        platform.load_bundled_problems()  # practice boards: never in the way
+        platform.add_boards(*(identity_board(name, ["null"]) for name in ("first", "second", "third")))
+        ids = {r["name"]: r["id"] for r in query(database_url, "SELECT id, name FROM leaderboards")}
+        assert ids["third"] == BOARD_IDS["matmul"] == 3
+        refused = run_cli(platform, "import-upstream", upstream_url, check=False)
+        assert refused.returncode == 1, refused.stdout
+        assert "leaderboards with upstream's ids: 3 is 'third' here, 'matmul' upstream" in refused.stderr
+        assert "named" not in refused.stderr  # nothing else collides: the practice boards' ids are out of the way
         assert query(database_url, "SELECT count(*) AS n FROM event_archive WHERE event_id LIKE 'upstream:%'"
                      )[0]["n"] == 0
     finally:

@@ -130,6 +130,13 @@ def ranked(gpu: str, score: float, secret_passes: bool = True, secret_score: flo
     return stages(gpu, False, score) + stages(gpu, True, secret_score or score * 1.01, passed=secret_passes)
 
 
+def secret_test_fails(gpu: str, score: float) -> list[tuple]:
+    """A run whose secret leaderboard stage passed but whose secret test stage failed: upstream does not rank it
+    (no secret run on the GPU may fail, whatever its stage), though a passed secret leaderboard run exists."""
+    test, leaderboard = stages(gpu, True, score * 1.01)
+    return stages(gpu, False, score) + [(*test[:4], False, {"test-count": "1", "test.0.status": "fail"}), leaderboard]
+
+
 # (board, user, file, code, minute, done, status, job status, job error, mode category, runs)
 SUBMISSIONS = [
     ("matmul", "1001", "a1.py", b"print('a1')", 1, True, "active", "succeeded", None, "leaderboard",
@@ -159,7 +166,19 @@ SUBMISSIONS = [
      ranked("T4", 0.01)),
     ("matmul", "gh-2002", "bytes.py", b"print('\xff\xfe')", 14, True, "active", "succeeded", None, "test",
      stages("A100", False, None, ranked=False)),
+    # the fastest on T4 if a failed secret test stage were overlooked; upstream's job said succeeded, so only the
+    # ranking rule itself leaves it out
+    ("old-cuda", "1003", "c.cu", b"__global__ void c() {}", 15, True, "active", "succeeded", None, "leaderboard",
+     secret_test_fails("T4", 0.005)),
+    # hacked, by a user who is not banned: only the hacked mark keeps it off the board
+    ("old-cuda", "1001", "a.cu", b"__global__ void a() {}", 16, True, "hacked", "hacked", "timing tampered",
+     "leaderboard", ranked("T4", 0.001)),
 ]
+
+
+# Upstream's board ids, as a deployment that deleted and recreated boards leaves them: not 1..n, nor in name order.
+# 1 and 2 are free, so a platform's own first boards do not collide with them; 6 belonged to a board deleted since.
+BOARD_IDS = {"matmul": 3, "sorting-closed": 8, "old-cuda": 5, "gone": 6}
 
 
 async def _fill(conn: asyncpg.Connection) -> None:
@@ -171,11 +190,13 @@ async def _fill(conn: asyncpg.Connection) -> None:
             ("old-cuda", CU_TASK, "2025-03-01T00:00:00+00", "public", ["T4"], 557),
             ("gone", PY_TASK, "2100-01-01T00:00:00+00", "closed", ["A100"], 558)):
         boards[name] = await conn.fetchval(
-            "INSERT INTO leaderboard.leaderboard (name, deadline, task, creator_id, forum_id, description, "
-            "secret_seed, visibility) VALUES ($1, $2::text::timestamptz, $3::text::jsonb, 42, $4, $5, 4242, $6) "
-            "RETURNING id", name, deadline, json.dumps(task), forum, f"{name} description", visibility)
+            "INSERT INTO leaderboard.leaderboard (id, name, deadline, task, creator_id, forum_id, description, "
+            "secret_seed, visibility) VALUES ($1, $2, $3::text::timestamptz, $4::text::jsonb, 42, $5, $6, 4242, $7) "
+            "RETURNING id", BOARD_IDS[name], name, deadline, json.dumps(task), forum, f"{name} description",
+            visibility)
         for gpu in gpus:
             await conn.execute("INSERT INTO leaderboard.gpu_type VALUES ($1, $2)", boards[name], gpu)
+    await conn.execute("SELECT setval('leaderboard.leaderboard_id_seq', $1)", max(BOARD_IDS.values()))
     await conn.execute("INSERT INTO leaderboard.templates (leaderboard_id, lang, code) VALUES ($1, 'Python', $2)",
                        boards["matmul"], "def custom_kernel(x):\n    return x\n")
     for user in USERS:

@@ -55,6 +55,6 @@ async def dev_board_events(pool, name: str, problem: LoadedProblem, *, gpus: lis
         event_id=f"LeaderboardCreated:{name}:{tag}", name=name, description=problem.description,
         task=problem.task, task_hash=problem.task_hash, templates=problem.templates, gpus=gpus,
         deadline=now + DEV_LIFETIME, visibility=visibility, secret_seed=secrets.randbits(31),
-        creator_id=creator_id, forum_id=forum_id,
+        creator_id=creator_id, forum_id=forum_id, practice=True,
     )
     return [*events, created], created

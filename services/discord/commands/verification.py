@@ -76,7 +76,7 @@ async def verify_task(ctx, interaction: discord.Interaction, directory: str, gpu
         event_id=f"LeaderboardCreated:{name}", name=name, description=problem.description, task=problem.task,
         task_hash=problem.task_hash, templates=problem.templates, gpus=[gpu],
         deadline=datetime.now(UTC) + timedelta(days=1), secret_seed=secrets.randbits(31),
-        creator_id=interaction.user.id, forum_id=SCRATCH_FORUM_ID)
+        creator_id=interaction.user.id, forum_id=SCRATCH_FORUM_ID, practice=True)
     try:
         board = await _created(ctx, created)
         report = await _verify(ctx, interaction, board["name"], gpu, VERIFY_MODES[mode], root, solutions)
