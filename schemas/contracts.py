@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from schemas.task_validation import TaskValidation
+
 SUBMISSION_MARKER = "@SUBMISSION@"
 
 Lang = Literal["py", "cu"]
@@ -70,6 +72,8 @@ class Task(_Frozen):
     harness: HarnessChoice = "kernelbot"
     # One entry per benchmark, in order, when the author declares them: the roofline floor under every score.
     roofline: list[RooflineCase] = []
+    # The problem's application validation (schemas/task_validation.py): stored and shown, run by nothing yet.
+    validation: TaskValidation | None = None
 
     @property
     def submission_file(self) -> str:

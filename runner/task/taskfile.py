@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import yaml
 
+from runner.task.sources import load_files, read_source
 from runner.task.taskcheck import (
     FieldError,
     check_cases,
@@ -24,6 +25,7 @@ from runner.task.taskcheck import (
     check_str_list,
     expect,
 )
+from runner.task.validation_block import check_validation
 from schemas.contracts import SUBMISSION_MARKER, CaseValue, CuConfig, PyConfig, Task
 
 TASK_FILE_NAME = "task.yml"
@@ -31,7 +33,7 @@ TEMPLATE_LABELS = frozenset({"CUDA", "Python", "Triton", "HIP", "CuteDSL"})
 REQUIRED_FIELDS = ("files", "lang", "description", "config")
 OPTIONAL_FIELDS = (
     "templates", "libraries", "tests", "benchmarks", "test_timeout", "benchmark_timeout", "ranked_timeout",
-    "ranking_by", "seed", "multi_gpu", "gpus", "harness", "roofline",
+    "ranking_by", "seed", "multi_gpu", "gpus", "harness", "roofline", "validation",
 )
 RANKING_CHOICES = ("last", "mean", "geom")
 HARNESS_CHOICES = ("problem", "kernelbot")
@@ -118,7 +120,7 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
     if lang not in ("py", "cu"):
         raise FieldError("lang", f"must be 'py' or 'cu', got {lang!r}")
     description = expect("description", data["description"], str)
-    files = _load_files(directory, data["files"], root)
+    files = load_files("files", directory, data["files"], root)
     config = check_config(lang, data["config"], set(files))
     multi_gpu = data.get("multi_gpu", False)
     if not isinstance(multi_gpu, bool):
@@ -150,6 +152,7 @@ def _build(directory: Path, raw: Any, root: Path) -> LoadedProblem:
         multi_gpu=multi_gpu,
         harness=harness,
         roofline=check_roofline(data.get("roofline"), len(benchmarks)),
+        validation=check_validation(data.get("validation"), directory, root, files),
     )
     return LoadedProblem(
         directory=directory,
@@ -168,52 +171,6 @@ def _timeout(data: dict, name: str) -> int:
     return value
 
 
-def _load_files(directory: Path, raw: Any, root: Path) -> dict[str, str]:
-    entries = expect("files", raw, list)
-    files: dict[str, str] = {}
-    for index, entry in enumerate(entries):
-        where = f"files[{index}]"
-        entry = expect(where, entry, dict)
-        extra = sorted(str(key) for key in entry if key not in ("name", "source"))
-        if extra:
-            raise FieldError(f"{where}.{extra[0]}", "unknown key (allowed: name, source)")
-        name = _check_run_file_name(f"{where}.name", entry.get("name"))
-        if name in files:
-            raise FieldError(f"{where}.name", f"duplicate file name {name!r}")
-        source = expect(f"{where}.source", entry.get("source"), str)
-        if source != SUBMISSION_MARKER:
-            source = _read_source(f"{where}.source", directory, source, root)
-        files[name] = source
-    markers = [name for name, content in files.items() if content == SUBMISSION_MARKER]
-    if len(markers) != 1:
-        raise FieldError("files", f"exactly one entry must have source {SUBMISSION_MARKER}, found {len(markers)}")
-    return files
-
-
-def _check_run_file_name(where: str, name: Any) -> str:
-    name = expect(where, name, str)
-    path = PurePosixPath(name)
-    if not name or "\\" in name or "\0" in name or path.is_absolute() or ".." in path.parts or name.endswith("/"):
-        raise FieldError(where, f"must be a plain relative path without '..', got {name!r}")
-    return name
-
-
-def _read_source(where: str, directory: Path, relative: str, root: Path) -> str:
-    if not relative or Path(relative).is_absolute():
-        raise FieldError(where, f"must be a path relative to the task.yml directory, got {relative!r}")
-    resolved = (directory / relative).resolve()
-    if not resolved.is_relative_to(root):
-        raise FieldError(where, f"{relative!r} resolves outside the checkout root {root}")
-    try:
-        # Sources may carry a submission-looking marker as ordinary text; only the exact marker means "submission".
-        content = resolved.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise FieldError(where, f"cannot read {relative!r} as UTF-8 text: {exc}") from exc
-    if content == SUBMISSION_MARKER:
-        raise FieldError(where, f"{relative!r} contains only the submission marker")
-    return content
-
-
 def _load_templates(directory: Path, raw: Any, root: Path) -> dict[str, str]:
     if raw is None:
         return {}
@@ -222,5 +179,5 @@ def _load_templates(directory: Path, raw: Any, root: Path) -> dict[str, str]:
         if label not in TEMPLATE_LABELS:
             raise FieldError(f"templates.{label}", f"unknown label (allowed: {', '.join(sorted(TEMPLATE_LABELS))})")
         relative = expect(f"templates.{label}", relative, str)
-        templates[label] = _read_source(f"templates.{label}", directory, relative, root)
+        templates[label] = read_source(f"templates.{label}", directory, relative, root)
     return templates

@@ -93,8 +93,10 @@ def check_problem(where: str, directory: Path, root: Path, gpus: list[str] | Non
         check.failures.append(str(exc).replace(f"{root}/", ""))
         return check
     task = problem.task
-    own = {Path(name).stem for name in task.files} | RUN_SUPPLIED
-    sources = [content for name, content in task.files.items() if name.endswith(".py") and content != SUBMISSION_MARKER]
+    # The validation script runs in the same image as the harness, beside the task's files or its own.
+    files = {**task.files, **(task.validation.files if task.validation else {})}
+    own = {Path(name).stem for name in files} | RUN_SUPPLIED
+    sources = [content for name, content in files.items() if name.endswith(".py") and content != SUBMISSION_MARKER]
     if task.lang == "py":
         sources += list(problem.templates.values())
     needed = set().union(*(imported_modules(text) for text in sources)) - own - set(sys.stdlib_module_names)

@@ -20,6 +20,7 @@ from schemas.credentials import cli_id_hash
 from schemas.envelope import Event
 from schemas.events import CliUserRegistered, LeaderboardCreated
 from schemas.policy_events import InviteClaimed, InvitesCreated, RateLimitSet, UserBanned
+from schemas.task_validation import TaskValidation
 from services.operate.upstream_source import Catalogue
 
 E = TypeVar("E", bound=Event)
@@ -80,6 +81,7 @@ def boards(catalogue: Catalogue, first_seen: dict[int, datetime], report: Report
         task_json = dict(row.get("task") or {})
         description = row.get("description") or task_json.pop("description", "") or ""
         board_templates = templates.get(row["id"]) or task_json.pop("templates", None) or {}
+        task_json = _with_readable_validation(task_json, row["name"], report)
         try:
             task = Task.model_validate(task_json)
         except ValidationError as exc:
@@ -102,6 +104,21 @@ def boards(catalogue: Catalogue, first_seen: dict[int, datetime], report: Report
         known[row["id"]] = Board(row["name"], task, board_gpus)
     report.counts["boards"] = len(known)
     return events, known
+
+
+def _with_readable_validation(task_json: dict, board: str, report: Report) -> dict:
+    """Upstream's stored task with its application validation (`{"version", "source"}`), or without it where that
+    cannot be read: the validation annotates a board, so it never keeps the board and its submissions out."""
+    validation = task_json.get("validation")
+    if validation is None:
+        return task_json
+    try:
+        TaskValidation.model_validate(validation)
+    except ValidationError as exc:
+        report.note(f"board {board!r}: application validation not readable, imported without it "
+                    f"({exc.errors()[0]['msg']})")
+        return {key: value for key, value in task_json.items() if key != "validation"}
+    return task_json
 
 
 def users(catalogue: Catalogue, report: Report) -> tuple[list[Event], dict[str, str], set[str]]:

@@ -122,7 +122,7 @@ def test_broken_entries_are_reported_one_by_one_and_the_rest_still_syncs(checkou
     assert skipped["grayscale_v2"] == ("Failed to parse task.yml: problems/pmpp_v2/grayscale_py/task.yml: colour: "
                                        "unknown field (allowed: files, lang, description, config, templates, "
                                        "libraries, tests, benchmarks, test_timeout, benchmark_timeout, "
-                                       "ranked_timeout, ranking_by, seed, multi_gpu, gpus, harness, roofline)")
+                                       "ranked_timeout, ranking_by, seed, multi_gpu, gpus, harness, roofline, validation)")
     assert str(checkout) not in str(result.report())  # no server paths in the report
     assert errors["garbage"].startswith("Invalid YAML: problems/garbage.yaml: invalid YAML")
     assert errors["bad_gpus"] == "broken.yaml: problems[6].gpus: must be a list of GPU names, got 'H100'"
