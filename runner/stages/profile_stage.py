@@ -33,15 +33,20 @@ class ConfinedTool:
     """runner/profilers/base.RunTool for one run: commands confined like the harness; their output and the files
     read come back through the data pipe (16 MiB), not the 1 MiB stdout capture."""
 
-    def __init__(self, starter: Starter, env: dict[str, str], timeout: float) -> None:
+    def __init__(self, starter: Starter, env: dict[str, str], timeout: float,
+                 binaries: dict[str, str] | None = None) -> None:
         self.box, self.env, self.timeout = starter.box, env, timeout
+        self.binaries = binaries or {}  # a tool's name -> where the host has it
+
+    def located(self, argv: list[str]) -> list[str]:
+        return [self.binaries.get(argv[0], argv[0]), *argv[1:]] if argv else argv
 
     def start(self, argv: list[str], *, ranks: int = 1, env: dict[str, str] | None = None) -> ProcessOutcome:
         return run_process(self.box.wrap(argv, self.timeout, ranks), cwd=str(self.box.run_dir),
                            env=env or self.env, timeout=self.timeout, reap=self.box.kill_strays)
 
     def run(self, argv: list[str]) -> tuple[int, str, str]:
-        outcome = self.start([sys.executable, "-I", "-S", "-c", RUN_TO_DATA, *argv])
+        outcome = self.start([sys.executable, "-I", "-S", "-c", RUN_TO_DATA, *self.located(argv)])
         if outcome.data.overflowed:  # an export cut short is no export
             return 1, "", f"its output passed {DATA_LIMIT >> 20} MiB"
         return (outcome.exit_code, decode_output(bytes(outcome.data.data)),
@@ -92,14 +97,17 @@ def run_profile_stage(argv: list[str], plan, payload: RunPayload, starter: Start
     if tool is None:
         outcome = starter.run(argv, timeout=plan.timeout, env=env)
         return with_torch_profile(finish(argv, outcome), plan.key, payload, system, options)
-    if shutil.which(tool.capture_argv(options, "")[0], path=env.get("PATH")) is None:
+    binary = tool.capture_argv(options, "")[0]
+    installed = shutil.which(binary, path=env.get("PATH"))
+    if installed is None:
         evaluation = finish(argv, starter.run(argv, timeout=plan.timeout, env=env))
         return failed(evaluation, f"{tool.name} is not installed on this runner")
-    confined = ConfinedTool(starter, env, plan.timeout)
+    # by its full path: the sandbox's own PATH may not hold the directory the host installed the tool in
+    confined = ConfinedTool(starter, env, plan.timeout, {binary: installed})
     out_dir = f"{starter.box.tmp}/{plan.key}"
     confined.run([sys.executable, "-I", "-S", "-c", "import os, sys; os.makedirs(sys.argv[1], exist_ok=True)",
                   out_dir])
-    wrapped = [*tool.capture_argv(options, out_dir), *argv]
+    wrapped = [*confined.located(tool.capture_argv(options, out_dir)), *argv]
     outcome = confined.start(wrapped, env={**env, **HARNESS_ENV})
     evaluation = finish(wrapped, outcome)
     run, stderr = evaluation.run, decode_output(bytes(outcome.stderr.data))

@@ -61,7 +61,7 @@ def csv_kernels(table: bytes, key: str = "Kernel Name", ident: str = "ID") -> li
 
 def test_ncu_captures_the_steady_state_call_with_its_late_hot_kernel(tools, monkeypatch):
     on_host(monkeypatch, "CUDA")
-    result = profile()
+    result = profile(ProfileOptions(launch_count=64))  # past the default of 10, upstream's and popcorn-cli's
     assert result.success, result.error
     stage = result.runs["profile.0"]
     assert stage.run.passed, (stage.run.result, stage.run.stderr)

@@ -52,8 +52,11 @@ STATS_COLUMNS = ("Name", "Calls", "TotalDurationNs", "AverageNs", "Percentage", 
 
 
 def install(bin_dir: Path, *, crash: str = "", report_bytes: int = 0, nvidia_smi: str = "") -> Path:
-    """Write `ncu` and `rocprofv3` into `bin_dir` (to be put first on PATH)."""
+    """Write `ncu` and `rocprofv3` into `bin_dir` (to be put first on PATH), with a copy of this module beside them,
+    so a sandboxed run that sees `bin_dir` alone still finds all the tools need."""
     bin_dir.mkdir(parents=True, exist_ok=True)
+    module = bin_dir / "fake_gpu_profilers.py"
+    module.write_text(Path(__file__).read_text())
     (bin_dir / "config.json").write_text(json.dumps({"crash": crash, "report_bytes": report_bytes}))
     if nvidia_smi:
         smi = bin_dir / "nvidia-smi"
@@ -62,7 +65,7 @@ def install(bin_dir: Path, *, crash: str = "", report_bytes: int = 0, nvidia_smi
     for tool in ("ncu", "rocprofv3"):
         path = bin_dir / tool
         path.write_text(f"#!{sys.executable}\nimport importlib.util, sys\n"
-                        f"spec = importlib.util.spec_from_file_location('fake_gpu_profilers', {__file__!r})\n"
+                        f"spec = importlib.util.spec_from_file_location('fake_gpu_profilers', {str(module)!r})\n"
                         f"module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
                         f"sys.exit(module.main({tool!r}, {str(bin_dir)!r}, sys.argv[1:]))\n")
         path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
