@@ -2,7 +2,7 @@
 
 A profile's base64 zips can reach tens of MB, past the 8 MiB NATS allows one event. As the dispatcher records a run
 it moves each stage's trace into `profile_traces`, in the transaction that records the run, and the event carries the
-stage with an empty trace; the gateway reads the traces back (docs/http-api.md, "Profiling").
+stage with an empty trace; the gateway reads the traces back (docs/quickstart.md, "Profiling").
 """
 
 from __future__ import annotations
