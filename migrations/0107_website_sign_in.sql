@@ -2,6 +2,7 @@
 -- upstream: website"): what the views of 0105 showed differently from upstream's tables, and the two things the
 -- website writes.
 --
+-- * Types as upstream's columns have them: a template's id is an integer, a job's status VARCHAR.
 -- * Runs: a score is NUMERIC as upstream's column is (the website's JSON gives it as a string); a run that had no
 --   compilation step has SQL NULL there, not JSON null (the website calls .get on whatever is not NULL); a public
 --   run shows its result map in every stage, the ranked one included, as upstream's table holds it.
@@ -47,10 +48,23 @@ SELECT l.id AS leaderboard_id, g.gpu_type
 FROM leaderboards l CROSS JOIN LATERAL unnest(l.gpus) AS g(gpu_type)
 WHERE leaderboard.board_shown(l.practice);
 
-CREATE OR REPLACE VIEW leaderboard.templates AS
-SELECT row_number() OVER (ORDER BY l.id, t.lang) AS id, l.id AS leaderboard_id, t.lang, t.code
+DROP VIEW leaderboard.templates;
+CREATE VIEW leaderboard.templates AS
+SELECT (row_number() OVER (ORDER BY l.id, t.lang))::integer AS id, l.id AS leaderboard_id, t.lang, t.code
 FROM leaderboards l CROSS JOIN LATERAL jsonb_each_text(l.templates) AS t(lang, code)
 WHERE leaderboard.board_shown(l.practice);
+CREATE TRIGGER read_only INSTEAD OF INSERT OR UPDATE OR DELETE ON leaderboard.templates
+    FOR EACH ROW EXECUTE FUNCTION leaderboard.refuse_write();
+
+DROP VIEW leaderboard.submission_job_status;
+CREATE VIEW leaderboard.submission_job_status AS
+SELECT j.submission_id AS id, j.submission_id,
+       (CASE WHEN j.status = 'initial' THEN 'pending' ELSE j.status END)::varchar(255) AS status,
+       j.error, s.submitted_at AS created_at, j.last_heartbeat
+FROM jobs j JOIN submissions s ON s.id = j.submission_id
+WHERE NOT s.deleted;
+CREATE TRIGGER read_only INSTEAD OF INSERT OR UPDATE OR DELETE ON leaderboard.submission_job_status
+    FOR EACH ROW EXECUTE FUNCTION leaderboard.refuse_write();
 
 DROP VIEW leaderboard.user_info;
 CREATE TABLE leaderboard.user_info (

@@ -20,7 +20,7 @@ from services.kit.embedded.databases import create_database, drop_database
 from tests.support.events import archived, query
 from tests.support.in_process import InProcessPlatform
 from tests.support.platform import Platform, identity_board
-from tests.support.upstream_db import create_upstream
+from tests.support.upstream_db import SUBMISSIONS, create_upstream
 
 GPU = "remote"
 
@@ -106,3 +106,19 @@ def upstream_url(postgres_server_url):
     create_upstream(url)
     yield url
     drop_database(postgres_server_url, name)
+
+
+@pytest.fixture
+def imported(nats_url, database_url, upstream_url, tmp_path):
+    """The test fixture's upstream deployment imported, then a board of the platform's own (`web-board`); answers
+    the platform and the boards' ids by name."""
+    platform = InProcessPlatform(nats_url, database_url, tmp_path, null_gpus=("null",))
+    platform.start()
+    try:
+        run_cli(platform, "import-upstream", upstream_url, "--report", str(tmp_path / "report.txt"))
+        platform.wait_for(lambda: len(archived(database_url, "SubmissionFinished")) == len(SUBMISSIONS),
+                          "the imported history to be projected")
+        platform.add_boards(identity_board("web-board", ["null"]))
+        yield platform, {r["name"]: r["id"] for r in query(database_url, "SELECT id, name FROM leaderboards")}
+    finally:
+        platform.stop()

@@ -16,9 +16,8 @@ from tests.operate.conftest import run_cli
 from tests.support import kernelboard_queries as kb
 from tests.support import kernelboard_site as site
 from tests.support.events import archived, query
-from tests.support.in_process import InProcessPlatform
 from tests.support.platform import ADMIN_TOKEN, identity_board
-from tests.support.upstream_db import CLI_IDS, SUBMISSIONS
+from tests.support.upstream_db import CLI_IDS
 
 ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 CODE = (PROBLEMS_ROOT / "examples" / "identity_py" / "submission.py").read_bytes()
@@ -38,20 +37,6 @@ def as_role(database_url: str, role: str) -> str:
     parts = urlsplit(database_url)
     host = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit(parts._replace(netloc=f"{role}@{host}"))
-
-
-@pytest.fixture
-def imported(nats_url, database_url, upstream_url, tmp_path):
-    platform = InProcessPlatform(nats_url, database_url, tmp_path, null_gpus=("null",))
-    platform.start()
-    try:
-        run_cli(platform, "import-upstream", upstream_url, "--report", str(tmp_path / "report.txt"))
-        platform.wait_for(lambda: len(archived(database_url, "SubmissionFinished")) == len(SUBMISSIONS),
-                          "the imported history to be projected")
-        platform.add_boards(identity_board("web-board", ["null"]))
-        yield platform, {r["name"]: r["id"] for r in query(database_url, "SELECT id, name FROM leaderboards")}
-    finally:
-        platform.stop()
 
 
 @pytest.fixture
