@@ -115,6 +115,7 @@ EVENT_FIELDS: dict[type[Event], dict[str, Any]] = {
     events.UserRenamed: dict(user_id="u1", user_name="Ada L.", change_id="c1"),
     events.OAuthUserRegistered: dict(user_id="u1", user_name="ada", cli_id_sha256="a1" * 32, provider="github"),
     events.WebAuthIdSet: dict(user_id="u1", user_name="ada", web_auth_id_sha256="c3" * 32),
+    events.WebsiteUserSignedIn: dict(user_id="u1", user_name="ada"),
     events.SubmissionReceived: dict(
         submission_id=7, leaderboard="grayscale", gpus=["H100"], mode="test", user_id="u1", user_name="ada",
         file_name="submission.py", code="print(1)",
@@ -188,6 +189,7 @@ IDENTITY_CHANGE: dict[type[Event], tuple[str, Any]] = {
     events.UserRenamed: ("change_id", "c2"),
     events.OAuthUserRegistered: ("provider", "discord"),
     events.WebAuthIdSet: ("web_auth_id_sha256", "d4" * 32),
+    events.WebsiteUserSignedIn: ("user_id", "u2"),
     events.SubmissionReceived: ("submission_id", 8),
     events.SubmissionAccepted: ("submission_id", 8),
     events.SubmissionRejected: ("submission_id", 8),
