@@ -9,7 +9,6 @@ from decimal import Decimal
 import psycopg
 from psycopg.rows import dict_row
 
-
 VIEWS = ("leaderboard", "gpu_type", "templates", "user_info", "submission", "code_files", "runs",
          "submission_job_status")
 # What identifies a row in both databases, where the id is not the same fact on both sides.
