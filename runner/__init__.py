@@ -5,6 +5,8 @@ Rooms (docs/architecture.md, "Runner rooms"); each may import only the rooms abo
 task/          what a run is: files and payloads, no processes (imports no other room)
   taskfile       task.yml loading and validation, case-line rendering, task hash
   taskcheck      the field validators taskfile uses
+  sources        a problem's files read from its directory (task.yml's `files`, the validation block's)
+  validation_block task.yml's `validation:` block in both of upstream's forms, checked
   competition    competition files (problems/<set>.yaml): the problem list of one problem set
   payload        RunPayload construction and the base64(zlib(json)) transport encoding
   smoke          the onboarding guide's smoke test payload and its one-line verdict
