@@ -55,10 +55,12 @@ class Stack:
         apply_migrations(self.database_url, wait_s=0)  # a person waits at the terminal: say it, don't hang
 
     def service_env(self) -> dict[str, str]:
-        from services.kit.upstream_env import ALIASES
+        from services.kit.upstream_env import ALIASES, FIRST_OF
 
-        # the services get the database by our name only: upstream's beside it would be a clash they refuse
-        env = {k: v for k, v in os.environ.items() if k.upper() != ALIASES["database_url"]}
+        # the services get the database and the port by our names only: upstream's beside them would be a clash they
+        # refuse
+        theirs = {ALIASES["database_url"], *(name for name, _ in FIRST_OF["port"])}
+        env = {k: v for k, v in os.environ.items() if k.upper() not in theirs}
         env.update(KB_NATS_URL=self.nats_url, KB_DATABASE_URL=self.database_url, KB_PORT=str(self.port),
                    KB_RUNS_DIR=str(self.data_dir / "runs"), KB_WORKER_ID=f"up-{self.data_dir.name}")
         if self.development:

@@ -5,15 +5,20 @@ never read at import time."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from dotenv import dotenv_values
 from pydantic import model_validator
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from services.kit.upstream_env import UpstreamNames
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/kernelbot"
+# Read from the directory a service starts in, as upstream's README has organisers create it at the checkout's root
+# and start there (upstream's load_dotenv finds the first one above its own source files).
+DOTENV_FILE = Path(".env")
 
 
 def without_ssl(url: str) -> str:
@@ -47,5 +52,21 @@ class ServiceSettings(BaseSettings):
                                    env_settings: PydanticBaseSettingsSource,
                                    dotenv_settings: PydanticBaseSettingsSource,
                                    file_secret_settings: PydanticBaseSettingsSource):
-        # upstream KernelBot's names (DATABASE_URL, DISCORD_TOKEN, ...) as aliases of ours; both set: refused
-        return init_settings, env_settings, UpstreamNames(settings_cls), dotenv_settings, file_secret_settings
+        # Upstream KernelBot's names (DATABASE_URL, DISCORD_TOKEN, ...) as aliases of ours, both set in one place:
+        # refused. The environment first, then a `.env` file as upstream reads one (load_dotenv: the file never
+        # overrides the environment), so a name in the file never clashes with one in the environment.
+        file_values = dotenv_file_values(DOTENV_FILE)
+        return (init_settings, env_settings, UpstreamNames(settings_cls),
+                DotEnvSettingsSource(settings_cls, env_file=DOTENV_FILE, env_ignore_empty=True),
+                UpstreamNames(settings_cls, file_values, where=f" in {DOTENV_FILE}"), file_secret_settings)
+
+
+def dotenv_file_values(path: Path) -> dict[str, str]:
+    """The variables a `.env` file sets, in the current directory when `path` is relative; none without one.
+
+    An empty value (`GITHUB_TOKEN=`, as upstream's README writes the optional ones) counts as unset: upstream reads
+    each of them with a fallback, so the empty ones never set anything there either.
+    """
+    if not path.is_file():
+        return {}
+    return {name: value for name, value in dotenv_values(path).items() if value}

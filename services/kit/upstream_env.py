@@ -7,7 +7,7 @@ precedence rule would hide (docs/operations.md, "Configure").
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic.fields import FieldInfo
@@ -36,6 +36,26 @@ ALIASES: dict[str, str] = {
 }
 # Upstream reads some names by their presence only: DISABLE_SSL set to anything but the empty string disables SSL.
 PRESENCE_FLAGS = frozenset({"DISABLE_SSL"})
+
+
+def _as_is(value: str) -> str:
+    return value
+
+
+def _https(domain: str) -> str:
+    # Heroku's dyno metadata names the app's domain without a scheme; upstream put `https://` before it.
+    return domain if "://" in domain else "https://" + domain.rstrip("/")
+
+
+# Our field -> upstream's names for it, in the order upstream tries them (it joins them with `or`, so an empty one
+# counts as unset), each with how its value becomes ours: the API's port (src/kernelbot/main.py), and the address
+# its OAuth redirect URI starts with (src/kernelbot/api/main.py; HEROKU_APP_DEFAULT_DOMAIN_NAME from its earlier
+# versions, where it came first and POPCORN_API_URL second).
+FIRST_OF: dict[str, tuple[tuple[str, Callable[[str], str]], ...]] = {
+    "port": (("PORT", _as_is),),
+    "public_url": (("DISCORD_CLUSTER_MANAGER_API_BASE_URL", _as_is), ("HEROKU_APP_DEFAULT_DOMAIN_NAME", _https),
+                   ("POPCORN_API_URL", _as_is)),
+}
 # Fields of one of our JSON-object settings -> upstream's separate variables for them.
 NESTED_ALIASES: dict[str, dict[str, str]] = {
     "oauth_discord": {"client_id": "CLI_DISCORD_CLIENT_ID", "client_secret": "CLI_DISCORD_CLIENT_SECRET",
@@ -53,9 +73,9 @@ def _lookup(environ: Mapping[str, str]) -> dict[str, str]:
     return {name.upper(): value for name, value in environ.items()}
 
 
-def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str]) -> dict[str, Any]:
+def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str], where: str = "") -> dict[str, Any]:
     """The values upstream's names give the `fields` of a settings class; ConflictingSettings when one of them is
-    set under our name too."""
+    set under our name too (in the same place: `where` says which, the environment when empty)."""
     env = _lookup(environ)
     values: dict[str, Any] = {}
     for field, alias in ALIASES.items():
@@ -63,8 +83,18 @@ def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str])
             ours = PREFIX + field.upper()
             if ours in env:
                 raise ConflictingSettings(
-                    f"both {ours} and {alias} (upstream KernelBot's name for it) are set; unset one of them")
+                    f"both {ours} and {alias} (upstream KernelBot's name for it) are set{where}; unset one of them")
             values[field] = ("true" if env[alias] else "false") if alias in PRESENCE_FLAGS else env[alias]
+    for field, candidates in FIRST_OF.items():
+        present = [(alias, convert) for alias, convert in candidates if field in fields and env.get(alias)]
+        if not present:
+            continue
+        alias, convert = present[0]
+        ours = PREFIX + field.upper()
+        if ours in env:
+            raise ConflictingSettings(
+                f"both {ours} and {alias} (upstream KernelBot's name for it) are set{where}; unset one of them")
+        values[field] = convert(env[alias])
     for field, parts in NESTED_ALIASES.items():
         given = {part: env[alias] for part, alias in parts.items() if field in fields and alias in env}
         if not given:
@@ -72,8 +102,8 @@ def upstream_values(fields: Mapping[str, FieldInfo], environ: Mapping[str, str])
         ours = PREFIX + field.upper()
         if ours in env:
             names = ", ".join(parts[part] for part in given)
-            raise ConflictingSettings(f"both {ours} and {names} (upstream KernelBot's names for its fields) are set; "
-                                      "unset one of them")
+            raise ConflictingSettings(f"both {ours} and {names} (upstream KernelBot's names for its fields) are "
+                                      f"set{where}; unset one of them")
         default = fields[field].default
         values[field] = {**(default.model_dump() if hasattr(default, "model_dump") else {}), **given}
     return values
@@ -90,15 +120,23 @@ def env_value(field: str, environ: Mapping[str, str] | None = None) -> str | Non
     return env.get(ours) or (env.get(alias) if alias else None)
 
 
-class UpstreamNames(PydanticBaseSettingsSource):
-    """A settings source reading upstream's names, after our KB_ names (which never coexist with them)."""
+# Every upstream name read as one of ours.
+UPSTREAM_NAMES = frozenset(ALIASES.values()) | {name for parts in NESTED_ALIASES.values() for name in parts.values()} \
+    | {name for names in FIRST_OF.values() for name, _ in names}
 
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None) -> None:
+
+class UpstreamNames(PydanticBaseSettingsSource):
+    """A settings source reading upstream's names, after our KB_ names (which never coexist with them in one place):
+    the environment's, or a `.env` file's (`where` then names the file for the conflict message)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str] | None = None,
+                 where: str = "") -> None:
         super().__init__(settings_cls)
         self.environ = os.environ if environ is None else environ
+        self.where = where
 
     def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
         raise NotImplementedError  # __call__ reads every field at once
 
     def __call__(self) -> dict[str, Any]:
-        return upstream_values(self.settings_cls.model_fields, self.environ)
+        return upstream_values(self.settings_cls.model_fields, self.environ, self.where)

@@ -21,13 +21,13 @@ from schemas.events import LeaderboardCreated
 from services.cli.bundled import leaderboards_from_competition, parse_deadline
 from services.kit.bus import publish_all
 from services.kit.embedded import free_port
-from services.kit.upstream_env import ALIASES, NESTED_ALIASES
+from services.kit.upstream_env import UPSTREAM_NAMES
 
 ADMIN_TOKEN = "test-admin-token"
 SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
 
 
-UPSTREAM = set(ALIASES.values()) | {name for names in NESTED_ALIASES.values() for name in names.values()}
+UPSTREAM = set(UPSTREAM_NAMES)
 
 
 # A board's secret seed in tests: a value nothing else prints, so a test can search every answer for it.
