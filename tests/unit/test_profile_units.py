@@ -162,6 +162,10 @@ def test_links_are_signed_and_expire():
     assert artifact_links.authentic(key, 9, "B200", "profile.0", 1060, given)
     assert not artifact_links.authentic(key, 9, "B200", "profile.1", 1060, given)
     assert not artifact_links.authentic(b"other" * 8, 9, "B200", "profile.0", 1060, given)
+    # the expiry is signed too: a link re-dated into the future is not the link that was made
+    assert not artifact_links.authentic(key, 9, "B200", "profile.0", 9_999_999_999, given)
+    assert not artifact_links.authentic(key, 10, "B200", "profile.0", 1060, given)
+    assert not artifact_links.authentic(key, 9, "H100", "profile.0", 1060, given)
     assert not artifact_links.authentic(key, 9, "B200", "profile.0", 1060, "ÌÌ\udcff")  # any text, never an error
     assert not artifact_links.expired(1060, now=1060) and artifact_links.expired(1060, now=1061)
 
