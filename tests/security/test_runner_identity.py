@@ -22,6 +22,7 @@ from schemas.streams import (
     EVENTS,
     RUNNER_JOBS,
     RUNNER_REPORTS,
+    dead_letter_subject,
     runner_inbox_prefix,
     runner_job_consumer,
     runner_job_subject,
@@ -35,6 +36,9 @@ from tests.support.shipped_nats import SHIPPED_CONFIG, ShippedNats, agent_consum
 
 SECRET = "SECRET-7f3a"  # in every message not meant for the attacker
 DENIED_WAIT_S = 1.0
+# An agent no user of the shipped configuration is: with one agent runner shipped, its consumer is the "other
+# runner's" consumer that a wildcard in anyone's permissions (`RUNNER_JOBS.>`) would open.
+DECOY = ("decoy", "B200")
 
 
 @pytest.fixture(scope="module")
@@ -45,9 +49,11 @@ def shipped(tmp_path_factory) -> ShippedNats:
 
 
 def _agent_gpus(server: ShippedNats) -> dict[str, tuple[str, str]]:
-    """Every runner agent's (runner, GPU) as the shipped permissions name its consumers `<runner>-<gpu>`."""
-    return {consumer[len(runner) + 1:]: (runner, consumer[len(runner) + 1:])
-            for runner in server.runners() for consumer in server.consumers(runner)}
+    """Every runner agent's (runner, GPU) as the shipped permissions name its consumers `<runner>-<gpu>`, and the
+    decoy's."""
+    shipped = {consumer[len(runner) + 1:]: (runner, consumer[len(runner) + 1:])
+               for runner in server.runners() for consumer in server.consumers(runner)}
+    return {**shipped, DECOY[1]: DECOY}
 
 
 def test_the_shipped_configuration_names_at_least_one_agent_and_one_reporting_runner():
@@ -84,7 +90,8 @@ async def _attack(server: ShippedNats, attacker: str) -> None:
         heard: dict[str, list[bytes]] = {}
         everything = [">", "_INBOX.>", "_INBOX.kb-deliver.>", "evt.>", "jobs.>", "dlq.>", "runner.>", "$JS.>",
                       f"{runner_inbox_prefix(attacker)}.>",
-                      *(f"{runner_inbox_prefix(other)}.>" for other in server.runners() if other != attacker)]
+                      *(f"{runner_inbox_prefix(other)}.>" for other in [*server.runners(), DECOY[0]]
+                        if other != attacker)]
         for subject in everything:
             heard[subject] = []
             await client.subscribe(subject, cb=_collect(heard[subject]))
@@ -108,13 +115,17 @@ async def _attack(server: ShippedNats, attacker: str) -> None:
         refused = {s for s in everything if any(f'subscription to "{s.lower()}"' in e.lower() for e in errors)}
         assert refused == set(everything) - {f"{runner_inbox_prefix(attacker)}.>"}, errors
 
-        # what it may not ask of JetStream: other consumers, stream contents, new consumers, the stream list
+        # what it may not ask of JetStream: other consumers, stream contents, new consumers, the stream list; nor
+        # publish as another runner (the dispatcher names the reporter by the subject) or into the services' streams
         others = [runner_job_consumer(r, g) for r, g in jobs.values() if r != attacker]
+        impostors = [runner_report_subject(other, "evt.run.completed") for other in [*server.runners(), DECOY[0]]
+                     if other != attacker]
         asks = [*(f"$JS.API.CONSUMER.MSG.NEXT.{RUNNER_JOBS.name}.{name}" for name in others),
                 f"$JS.API.STREAM.MSG.GET.{EVENTS.name}", f"$JS.API.STREAM.MSG.GET.{RUNNER_JOBS.name}",
                 f"$JS.API.DIRECT.GET.{EVENTS.name}", "$JS.API.STREAM.LIST", f"$JS.API.STREAM.INFO.{EVENTS.name}",
                 f"$JS.API.CONSUMER.CREATE.{EVENTS.name}", f"$JS.API.CONSUMER.DURABLE.CREATE.{EVENTS.name}.mine",
-                f"$JS.API.CONSUMER.CREATE.{RUNNER_JOBS.name}.mine.jobs.>", "evt.submission.received"]
+                f"$JS.API.CONSUMER.CREATE.{RUNNER_JOBS.name}.mine.jobs.>", "evt.submission.received",
+                "evt.run.completed", *impostors, dead_letter_subject("dispatcher-runner-reports")]
         answers = await asyncio.gather(*(_ask(client, subject) for subject in asks))
         answered = {subject: answer for subject, answer in zip(asks, answers, strict=True) if answer is not None}
         assert answered == {}, f"runner {attacker} got answers from the JetStream API: {answered}"
