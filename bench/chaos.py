@@ -85,6 +85,7 @@ class Chaos(threading.Thread):
         self.stop_at = threading.Event()
         self.kills: dict[str, int] = dict.fromkeys(SERVICES, 0)
         self.infrastructure: list[str] = []
+        self.restarts = 0  # services that exited on their own and were started again
         self.restart_nats_at = self.restart_postgres_at = None
 
     def run(self) -> None:
@@ -96,16 +97,11 @@ class Chaos(threading.Thread):
                 print(f"chaos step failed: {exc!r}", file=sys.stderr, flush=True)
 
     def _strike(self, rng: random.Random) -> None:
-        # like `kernelbot up`, start again whatever died on its own (a start during an outage can fail)
-        for name in SERVICES:
-            child = self.platform.children.get(name)
-            if child is None or child.poll() is not None:
-                self.platform.children.pop(name, None)
-                self.platform.start(name) if name != "gateway" else self._start_gateway()
+        self.restarts += start_what_stopped(self.platform)
         name = rng.choice(SERVICES)
         self.platform.kill(name)
         self.kills[name] += 1
-        self.platform.start(name) if name != "gateway" else self._start_gateway()
+        start_service(self.platform, name)
         if self.restart_nats_at is not None and time.monotonic() > self.restart_nats_at:
             self.restart_nats_at = None
             self.nats.restart()
@@ -115,11 +111,25 @@ class Chaos(threading.Thread):
             self.postgres.restart()
             self.infrastructure.append("postgres")
 
-    def _start_gateway(self) -> None:
-        try:
-            self.platform.start("gateway")
-        except RuntimeError:
-            pass  # not healthy yet (NATS or Postgres away): it keeps starting; submitters retry
+
+
+def start_service(platform: Platform, name: str) -> None:
+    try:
+        platform.start(name)
+    except RuntimeError:
+        pass  # a gateway not ready yet (NATS or Postgres away) keeps starting; submitters retry
+
+
+def start_what_stopped(platform: Platform) -> int:
+    """Like `kernelbot up`, start again each service that exited on its own; one still shutting down is left until
+    it has (it would hold its consumer and its port beside its successor). Returns how many were started."""
+    started = 0
+    for name in SERVICES:
+        child = platform.children.get(name)
+        if child is None or child.poll() is not None:  # poll() answers only once the process has really exited
+            start_service(platform, name)
+            started += 1
+    return started
 
 
 def dump(database_url: str) -> dict[str, list[str]]:
@@ -156,15 +166,18 @@ def scalar(database_url: str, sql: str, *args):
     return asyncio.run(read())
 
 
-def wait_settled(database_url: str, ids: list[int], timeout_s: float) -> float | None:
-    """Seconds until every accepted submission shows done; None if some never do (the checks say which)."""
+def wait_settled(platform: Platform, database_url: str, ids: list[int], timeout_s: float) -> tuple[float | None, int]:
+    """Seconds until every accepted submission shows done, None if some never do (the checks say which); and how
+    many services were started again meanwhile, `kernelbot up`'s way."""
     started = time.monotonic()
+    restarts = 0
     while time.monotonic() - started < timeout_s:
+        restarts += start_what_stopped(platform)
         done = scalar(database_url, "SELECT count(*) FROM submissions WHERE done AND id = ANY($1::bigint[])", ids)
         if done == len(ids):
-            return time.monotonic() - started
+            return time.monotonic() - started, restarts
         time.sleep(1)
-    return None
+    return None, restarts
 
 
 CHECKS = {
@@ -206,12 +219,8 @@ def main() -> int:
         ids, retries = asyncio.run(submit_all(platform.url, cli_ids, args.submissions, args.concurrency))
         sent_s = time.monotonic() - started
         chaos.stop_at.set()
-        chaos.join()
-        for name in SERVICES:  # whatever was being restarted when the chaos stopped
-            if name not in platform.children or platform.children[name].poll() is not None:
-                platform.children.pop(name, None)
-                platform.start(name)
-        settled_s = wait_settled(database_url, ids, args.settle_timeout)
+        chaos.join()  # its end stops nothing: the services it started are the starter thread's children
+        settled_s, settle_restarts = wait_settled(platform, database_url, ids, args.settle_timeout)
         time.sleep(3)  # let the last rank changes and heartbeats land
         failures = {name: scalar(database_url, sql) for name, sql in CHECKS.items()}
         live = dump(database_url)
@@ -227,7 +236,8 @@ def main() -> int:
             "submissions_accepted": len(ids), "submissions_in_read_model": scalar(
                 database_url, "SELECT count(*) FROM submissions"), "http_retries": retries,
             "send_seconds": round(sent_s, 1), "settle_seconds": settled_s and round(settled_s, 1),
-            "kills": chaos.kills, "infrastructure_restarts": chaos.infrastructure,
+            "kills": chaos.kills, "restarts_of_exited_services": chaos.restarts + settle_restarts,
+            "infrastructure_restarts": chaos.infrastructure,
             "failed_checks": {k: v for k, v in failures.items() if v}, "tables_differing_from_rebuild": differing,
             "board_as_expected": ranking_ok, "events": scalar(database_url, "SELECT count(*) FROM event_archive"),
         }

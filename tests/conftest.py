@@ -27,7 +27,7 @@ from services.kit.embedded import (
     start_postgres,
 )
 from services.kit.embedded.common import _run_sync
-from tests.support import cloned_database
+from tests.support import children, cloned_database
 from tests.support.events import delete_all_streams
 from tests.support.warm import warm_runner
 
@@ -36,6 +36,50 @@ def pytest_configure(config: pytest.Config) -> None:
     # Registered here, not in pyproject, so the marker exists however pytest is invoked.
     config.addinivalue_line("markers", "slow: a scenario of several seconds or more, left out unless -m slow (README.md)")
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped on hosts without one (tests/gpu)")
+
+
+# ------------------------------------------------------------------------------------------ leftovers
+
+
+def _runs_tests(config: pytest.Config) -> bool:
+    """A worker, or a run without xdist; a controller of workers starts nothing itself."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    # Every process this one starts carries its mark, also the ones a test starts with a plain Popen; a worker
+    # replaces its controller's.
+    os.environ[children.SPAWNED_BY] = str(os.getpid())
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """No test leaves a process behind: whatever the session started and is still alive fails the run (a worker
+    hands its list to the controller, which reports it), and is killed."""
+    config = session.config
+    if _runs_tests(config):
+        alive = children.settle_leftovers()
+        if hasattr(config, "workerinput"):
+            config.workeroutput["leftover_processes"] = alive  # type: ignore[attr-defined]
+        else:
+            _LEFTOVERS.update(alive)
+    if _LEFTOVERS:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+_LEFTOVERS: dict[int, str] = {}
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error) -> None:
+    _LEFTOVERS.update(getattr(node, "workeroutput", {}).get("leftover_processes", {}))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if _LEFTOVERS:
+        terminalreporter.section("processes left running (killed now)", red=True)
+        for pid, command in sorted(_LEFTOVERS.items()):
+            terminalreporter.line(f"{pid}: {command}")
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import socket
 import socketserver
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -85,10 +84,8 @@ def _platform(nats_url: str, database_url: str, tmp_path, development: bool) -> 
     with _over_tcp(database_url) as reachable:
         try:
             platform.start("ledger", "scorer", "gateway")
-            log = open(tmp_path / "dispatcher.log", "ab")  # noqa: SIM115 - the child owns it
-            platform.children["dispatcher"] = subprocess.Popen(
-                [*CANNOT_ISOLATE, sys.executable, "-m", "services.cli", "serve", "dispatcher"],
-                env={**platform.env(), "KB_DATABASE_URL": reachable}, stdout=log, stderr=subprocess.STDOUT)
+            platform.spawn("dispatcher", [*CANNOT_ISOLATE, sys.executable, "-m", "services.cli", "serve", "dispatcher"],
+                           env={**platform.env(), "KB_DATABASE_URL": reachable})
             yield platform
         finally:
             platform.stop()

@@ -135,6 +135,7 @@ class InProcessPlatform(Platform):
                 self.kill(name)
             except Exception as exc:  # noqa: BLE001 - raised below, once the rest are stopped
                 failures.append(exc)
+        self.stop_children()  # the subprocesses a test started beside the in-process services (Platform.spawn)
         self.http.close()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(10)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import os
 import signal
@@ -22,6 +21,7 @@ from services.cli.bundled import leaderboards_from_competition, parse_deadline
 from services.kit.bus import publish_all
 from services.kit.embedded import free_port
 from services.kit.upstream_env import UPSTREAM_NAMES
+from tests.support.children import spawn
 
 ADMIN_TOKEN = "test-admin-token"
 SERVICES = ("ledger", "dispatcher", "scorer", "gateway")
@@ -39,16 +39,6 @@ def identity_board(name: str, gpus: list[str], visibility: str = "public") -> Le
     problem = load_problem(PROBLEMS_ROOT / "examples" / "identity_py")
     return LeaderboardCreated(name=name, task=problem.task, task_hash=problem.task_hash, gpus=gpus,
                               deadline=parse_deadline("2100-01-01"), secret_seed=SECRET_SEED, visibility=visibility)
-
-
-PR_SET_PDEATHSIG = 1
-
-
-def die_with_the_test() -> None:
-    """Run in each service's child before exec: the kernel sends it SIGTERM when the test process dies, so a test
-    killed mid-run (a timeout, an interrupted worker, a fixture that failed before its teardown) leaves no services
-    behind to load the host."""
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class Platform:
@@ -87,13 +77,20 @@ class Platform:
 
     def start(self, *names: str) -> None:
         for name in names or SERVICES:
-            log = open(self.workdir / f"{name}.log", "ab")  # noqa: SIM115 - the child owns it
-            self.children[name] = subprocess.Popen(
-                [sys.executable, "-m", "services.cli", "serve", name], env=self.env(), stdout=log,
-                stderr=subprocess.STDOUT, preexec_fn=die_with_the_test,
-            )
+            self.spawn(name, [sys.executable, "-m", "services.cli", "serve", name])
         if "gateway" in (names or SERVICES):
             self.wait_healthy()
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start `argv` as the child `name`, logging to `name`.log; it dies with the test, whichever thread starts
+        it (tests/support/children.py). A child of that name still alive is refused: it would run on unwatched."""
+        running = self.children.get(name)
+        if running is not None and running.poll() is None:
+            raise RuntimeError(f"{name} is still running (pid {running.pid}); stop it before starting another")
+        with open(self.workdir / f"{name}.log", "ab") as log:  # the child holds its own copy of the descriptor
+            child = spawn(argv, env=self.env() if env is None else env, stdout=log, stderr=subprocess.STDOUT)
+        self.children[name] = child
+        return child
 
     def wait_healthy(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
@@ -116,6 +113,11 @@ class Platform:
         child.wait()
 
     def stop(self) -> None:
+        self.stop_children()
+        self.http.close()
+
+    def stop_children(self) -> None:
+        """SIGTERM to every child, SIGKILL to one still alive after 10 s; each is reaped before this returns."""
         for child in self.children.values():
             child.send_signal(signal.SIGTERM)
         for child in self.children.values():
@@ -123,8 +125,8 @@ class Platform:
                 child.wait(10)
             except subprocess.TimeoutExpired:
                 child.kill()
+                child.wait()
         self.children.clear()
-        self.http.close()
 
     # --- what a user does ---------------------------------------------------------------------------------
 
