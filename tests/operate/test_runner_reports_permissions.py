@@ -87,7 +87,10 @@ def _report(url: str, subject: str, stream: str, event: RunCompleted) -> None:
 
 def test_a_runner_reports_only_runs_on_the_gpus_it_serves(secured_nats, database_url, tmp_path):
     services_url = secured_nats.format(user="services", password="services-pw")
-    catalogue = {"gpus": {"cpu": {"backend": "local", "slots": 1, "runners": ["acme"]}}}
+    # evil serves a GPU of its own: a report of the cpu run that claims that GPU must still be refused, the
+    # reporter being checked against the GPU the run was handed to, not the one its report names
+    catalogue = {"gpus": {"cpu": {"backend": "local", "slots": 1, "runners": ["acme"]},
+                          "H100": {"backend": "null", "runners": ["evil"]}}}
     platform = Platform(services_url, database_url, tmp_path, local_gpus={"cpu": 1},
                         extra_env={"KB_GPU_CATALOGUE": json.dumps(catalogue)})
     platform.start()
@@ -99,7 +102,7 @@ def test_a_runner_reports_only_runs_on_the_gpus_it_serves(secured_nats, database
                                                       "AND status = 'launched'", submission_id), "the launch", 60)
         [run] = query(database_url, "SELECT run_id FROM dispatch_runs WHERE submission_id = $1", submission_id)
         forged = RunCompleted(run_id=run["run_id"], submission_id=submission_id, leaderboard="identity_py",
-                              gpu="cpu", mode="test", backend="forged", correlation_id=str(submission_id),
+                              gpu="H100", mode="test", backend="forged", correlation_id=str(submission_id),
                               result=FullResult(success=True, error="", system=SystemInfo(hostname="evil")))
 
         # NATS itself refuses a runner's publish outside its own name: the event subject, another runner's name
@@ -117,7 +120,7 @@ def test_a_runner_reports_only_runs_on_the_gpus_it_serves(secured_nats, database
 
         # the runner the GPU lists reports first: its result is the run's, recorded once, as the dispatcher knows it
         acme = secured_nats.format(user="runner-acme", password="acme-pw")
-        honest = forged.model_copy(update={"submission_id": 0, "leaderboard": "", "backend": "container",
+        honest = forged.model_copy(update={"submission_id": 0, "leaderboard": "", "backend": "container", "gpu": "cpu",
                                            "result": FullResult(success=True, error="",
                                                                 system=SystemInfo(hostname=MARKER))})
         _report(acme, runner_report_subject("acme", honest.subject), RUNNER_REPORTS.name, honest)
