@@ -4,6 +4,7 @@ role, and its ranking worker's table, over an imported upstream deployment."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from decimal import Decimal
 from urllib.parse import urlsplit, urlunsplit
@@ -12,7 +13,10 @@ import psycopg
 import pytest
 
 from problems import PROBLEMS_ROOT
-from tests.operate.conftest import run_cli
+from schemas.contracts import FullResult, SystemInfo
+from schemas.events import RunCompleted
+from services.kit.bus import publish_all
+from tests.operate.conftest import GPU, mean_board, run_cli, stage, wait_rows
 from tests.support import kernelboard_queries as kb
 from tests.support import kernelboard_site as site
 from tests.support.events import archived, query
@@ -217,3 +221,29 @@ def test_practice_boards_stay_off_the_website_unless_the_organiser_shows_them(im
     finally:
         shown.close()
     assert {board["name"] for board in practice} <= names
+
+
+def test_every_run_row_the_website_reads_has_its_own_id_a_profiles_cases_too(remote_platform, database_url):
+    """A profile run stores one stage per benchmark case (`profile.0`, `profile.1`, ...), as upstream's runs table
+    does; upstream gives each row its own id (a serial key), so the view must too."""
+    platform = remote_platform
+    platform.add_boards(mean_board("profiled"))
+    cli = platform.register("81", "ada")
+    answer = platform.submit(cli, "profiled", GPU, "profile", CODE.decode())
+    assert answer.status_code == 202, answer.text
+    submission_id = answer.json()["details"]["id"]
+    platform.wait_for(lambda: archived(database_url, "RunRequested", str(submission_id)), "the profile run request")
+    [run] = archived(database_url, "RunRequested", str(submission_id))
+    cases = {f"profile.{i}": stage("benchmark", [1000.0 * (i + 1)]) for i in range(3)}
+    asyncio.run(publish_all(platform.nats_url, [RunCompleted(
+        run_id=run["run_id"], submission_id=submission_id, leaderboard="profiled", gpu=GPU, mode="profile",
+        secret=False, ranking_by="mean", backend="remote", correlation_id=str(submission_id),
+        result=FullResult(success=True, system=SystemInfo(gpu=GPU), runs=cases))]))
+    wait_rows(database_url, f"SELECT count(*) AS n FROM leaderboard.runs WHERE submission_id = {submission_id}",
+              [{"n": 3}])
+    rows = query(database_url, "SELECT id, mode FROM leaderboard.runs WHERE submission_id = $1 ORDER BY mode",
+                 submission_id)
+    assert [row["mode"] for row in rows] == ["profile.0", "profile.1", "profile.2"]
+    assert len({row["id"] for row in rows}) == 3, rows
+    assert query(database_url, "SELECT count(*) = count(DISTINCT id) AS unique FROM leaderboard.runs") == [
+        {"unique": True}]
