@@ -3,9 +3,11 @@
 -- website writes.
 --
 -- * Types as upstream's columns have them: a template's id is an integer, a job's status VARCHAR.
--- * Runs: a score is NUMERIC as upstream's column is (the website's JSON gives it as a string); a run that had no
---   compilation step has SQL NULL there, not JSON null (the website calls .get on whatever is not NULL); a public
---   run shows its result map in every stage, the ranked one included, as upstream's table holds it.
+-- * Runs: each row has an id of its own, as upstream's serial key gives (the cases of a profile run, profile.N,
+--   each in a slot no other stage uses, up to 1000 cases a run); a score is NUMERIC as upstream's column is (the
+--   website's JSON gives it as a string); a run that had no compilation step has SQL NULL there, not JSON null (the
+--   website calls .get on whatever is not NULL); a public run shows its result map in every stage, the ranked one
+--   included, as upstream's table holds it.
 -- * Practice boards (leaderboards.practice, 0106) are left out of the board views unless the reading session sets
 --   `kernelbot.practice_boards` to `shown` (for the website's role: ALTER ROLE ... SET, or in its DATABASE_URL).
 -- * user_info is a table: the website signs people in by writing a web id into it and reads it back, as upstream's
@@ -15,7 +17,10 @@
 
 DROP VIEW leaderboard.runs;
 CREATE VIEW leaderboard.runs AS
-SELECT r.recorded_seq * 8 + COALESCE(array_position(ARRAY['test', 'benchmark', 'leaderboard', 'profile'], r.stage), 5)
+SELECT CASE WHEN r.stage ~ '^profile\.[0-9]{1,3}$'
+            THEN (r.recorded_seq * 1024 + split_part(r.stage, '.', 2)::bigint) * 8 + 6
+            ELSE r.recorded_seq * 8
+                 + COALESCE(array_position(ARRAY['test', 'benchmark', 'leaderboard', 'profile'], r.stage), 5) END
            AS id,
        r.submission_id, r.start_time, r.end_time, r.stage AS mode, r.secret, r.gpu AS runner,
        (CASE WHEN s.status <> 'hacked' THEN r.score END)::numeric AS score, r.passed,
