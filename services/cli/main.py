@@ -75,20 +75,24 @@ def serve(name: Annotated[str, typer.Argument(help="gateway | dispatcher | score
     """Run one service in the foreground."""
     if name not in SERVICE_NAMES:
         raise typer.BadParameter(f"unknown service {name!r}; choose one of {', '.join(SERVICE_NAMES)}")
+    from services.kit.settings import WeakSecret
     from services.kit.upstream_env import ConflictingSettings
 
     try:
         _serve(name, debug)
-    except ConflictingSettings as exc:  # refused before anything starts
+    except (ConflictingSettings, WeakSecret) as exc:  # refused before anything starts
         raise SystemExit(f"kernelbot serve {name}: {exc}") from None
 
 
 def _serve(name: str, debug: bool = False) -> None:
     from services.cli.service_settings import settings_class
     from services.kit import jsonlog
+    from services.kit.settings import refuse_weak_secrets
 
-    # the service's own settings first: a setting named both ours and upstream's way stops it here
+    # the service's own settings first: a setting named both ours and upstream's way stops it here, and so does a
+    # placeholder or short admin token or session secret
     settings = settings_class(name)()
+    refuse_weak_secrets(settings)
     jsonlog.configure(name, settings.log_level)
     if name == "gateway":
         import uvicorn

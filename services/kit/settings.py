@@ -12,7 +12,7 @@ from dotenv import dotenv_values
 from pydantic import model_validator
 from pydantic_settings import BaseSettings, DotEnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
-from services.kit.upstream_env import UpstreamNames
+from services.kit.upstream_env import ALIASES, UpstreamNames
 
 DEFAULT_NATS_URL = "nats://127.0.0.1:4222"
 DEFAULT_DATABASE_URL = "postgresql://127.0.0.1:5432/kernelbot"
@@ -59,6 +59,44 @@ class ServiceSettings(BaseSettings):
         return (init_settings, env_settings, UpstreamNames(settings_cls),
                 DotEnvSettingsSource(settings_cls, env_file=DOTENV_FILE, env_ignore_empty=True),
                 UpstreamNames(settings_cls, file_values, where=f" in {DOTENV_FILE}"), file_secret_settings)
+
+
+# The credentials a service refuses at start when weak: anyone who guesses one is an admin, or signs sessions.
+GUARDED_SECRETS = ("admin_token", "session_secret")
+MIN_SECRET_LENGTH = 16
+# Values copied from examples and templates (ours and others'), compared without case, spaces, `-` or `_`.
+PLACEHOLDERS = frozenset({"changeme", "changemeplease", "replaceme", "secret", "password", "admin", "token",
+                          "adminsecret", "admintoken", "sessionsecret", "example", "placeholder", "todo", "xxx",
+                          "test", "default", "letmein", "0000000000000000", "1234567890123456"})
+
+
+class WeakSecret(ValueError):
+    """An admin token or session secret that is a known placeholder or too short to be one nobody guesses."""
+
+
+def _normalised(value: str) -> str:
+    return "".join(ch for ch in value.lower() if ch not in " -_.")
+
+
+def refuse_weak_secrets(settings: BaseSettings) -> None:
+    """At start: each guarded setting the service has is unset (empty counts as unset) or a real secret; raises
+    WeakSecret naming the setting otherwise. Not a validator on purpose: reading settings stays possible for the
+    tools that only inspect them."""
+    for name in GUARDED_SECRETS:
+        if name not in type(settings).model_fields:
+            continue
+        held = getattr(settings, name)
+        value = held.get_secret_value() if held is not None else ""
+        if not value:
+            continue
+        setting = f"KB_{name.upper()}" + (f" (or {ALIASES[name]})" if name in ALIASES else "")
+        normalised = _normalised(value)
+        if normalised in PLACEHOLDERS or normalised.startswith(("changeme", "replaceme")) or len(set(value)) == 1:
+            raise WeakSecret(f"{setting} is a placeholder value; set it to a random secret, e.g. "
+                             "python -c 'import secrets; print(secrets.token_urlsafe(32))'")
+        if len(value) < MIN_SECRET_LENGTH:
+            raise WeakSecret(f"{setting} is {len(value)} characters long; it needs at least {MIN_SECRET_LENGTH} "
+                             "(e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))')")
 
 
 def dotenv_file_values(path: Path) -> dict[str, str]:

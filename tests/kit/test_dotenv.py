@@ -59,20 +59,20 @@ def test_a_gateway_started_beside_upstreams_env_reads_it_and_the_environment_win
     port = free_port()
     # Upstream's README writes the optional names empty; its DATABASE_URL here would clash with ours were it read
     # from the same place, but the environment's KB_DATABASE_URL wins over the file without a clash.
-    (tmp_path / ".env").write_text(f"PORT={port}\nADMIN_TOKEN=from-the-file\nDISCORD_CLUSTER_STAGING_ID=\n"
+    (tmp_path / ".env").write_text(f"PORT={port}\nADMIN_TOKEN=from-the-dotenv-file\nDISCORD_CLUSTER_STAGING_ID=\n"
                                    "GITHUB_TOKEN=\nDATABASE_URL=postgresql://127.0.0.1:1/not-this-one\n")
     env = hermetic_env(KB_NATS_URL=nats_url, KB_DATABASE_URL=database_url)
     gateway = start_gateway(tmp_path, env, port)  # listening on the file's PORT
     try:
         stats = f"http://127.0.0.1:{port}/admin/stats"
-        assert httpx.get(stats, headers={"Authorization": "Bearer from-the-file"}).status_code == 200
+        assert httpx.get(stats, headers={"Authorization": "Bearer from-the-dotenv-file"}).status_code == 200
     finally:
         stop(gateway)
 
     gateway = start_gateway(tmp_path, {**env, "ADMIN_TOKEN": "from-the-environment"}, port)
     try:
         assert httpx.get(stats, headers={"Authorization": "Bearer from-the-environment"}).status_code == 200
-        assert httpx.get(stats, headers={"Authorization": "Bearer from-the-file"}).status_code == 401
+        assert httpx.get(stats, headers={"Authorization": "Bearer from-the-dotenv-file"}).status_code == 401
     finally:
         stop(gateway)
 

@@ -25,9 +25,10 @@ WORKLOADS = ("Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob", "Pod")
 
 
 def kubernetes_documents() -> list[dict]:
+    """The kustomization's resources, and the Secrets the operator creates beside them (as the example shapes them)."""
     kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    return [doc for resource in kustomization["resources"] for doc in yaml.safe_load_all((K8S / resource).read_text())
-            if doc]
+    return [doc for resource in [*kustomization["resources"], "secret.example.yaml"]
+            for doc in yaml.safe_load_all((K8S / resource).read_text()) if doc]
 
 
 def _pod_spec(doc: dict) -> dict:
