@@ -25,6 +25,7 @@ OUR_IMAGE = "kernelbot"
 RUNNER_IMAGE = "kernelbot-runner"  # deploy/runner/Dockerfile, for GPU hosts
 INFRASTRUCTURE = {"nats:2.10-alpine": ("NATS_",), "postgres:16-alpine": ("POSTGRES_", "PGDATA")}
 NATS_CONFIGS = (DEPLOY / "nats" / "cluster.conf", DEPLOY / "k8s" / "nats-cluster.conf")
+ROUTE_CERTIFICATES = "./nats/route-tls"  # deploy/nats/route-certs.sh makes them, never committed
 AGENT_COMMAND = ["python", "-m", "runner.agent"]
 
 
@@ -79,7 +80,9 @@ def test_compose_file_names_only_what_exists():
         check_environment(image, list(service.get("environment", {})), command)
         for volume in service.get("volumes", []):
             source = volume.split(":")[0]
-            if source.startswith("."):
+            if source == ROUTE_CERTIFICATES:  # the operator's, made by the script beside the NATS config
+                assert (DEPLOY / "nats" / "route-certs.sh").is_file(), name
+            elif source.startswith("."):
                 assert (DEPLOY / source).exists(), f"{name} mounts {source}, which does not exist"
     assert all(service["deploy"]["replicas"] >= 2 for name, service in services.items()
                if name in ("dispatcher", "scorer"))
@@ -125,8 +128,14 @@ def test_kubernetes_manifests_name_only_what_exists():
 
 @pytest.mark.parametrize("config", NATS_CONFIGS, ids=lambda p: p.name)
 def test_nats_configuration_is_valid_and_sized_for_a_1_mb_submission(config, tmp_path):
-    env = os.environ | {name: "secret" for name in re.findall(r"\$(NATS_\w+)", config.read_text())}
-    checked = subprocess.run([str(find_nats_server()), "-t", "-c", str(config)], env=env, cwd=tmp_path,
+    # distinct values: the route variables hold one URL each, and a route listed twice is refused
+    env = os.environ | {name: f"secret-{name.lower()}" for name in re.findall(r"\$(NATS_\w+)", config.read_text())}
+    # the route certificates where the deployments mount them, made here by the script the operator runs
+    subprocess.run(["sh", str(DEPLOY / "nats" / "route-certs.sh"), str(tmp_path / "tls")], check=True,
+                   capture_output=True, timeout=60)
+    copy = tmp_path / config.name
+    copy.write_text(config.read_text().replace("/etc/nats-route-tls/", f"{tmp_path / 'tls'}/"))
+    checked = subprocess.run([str(find_nats_server()), "-t", "-c", str(copy)], env=env, cwd=tmp_path,
                              capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     text = config.read_text()
