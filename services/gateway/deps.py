@@ -57,9 +57,11 @@ def limits_of(request: Request) -> Limits:
 
 
 async def limit_auth_init(request: Request) -> None:
-    """Dependency of `/auth/init`: pending registrations per client address."""
+    """Dependency of `/auth/init`: pending registrations per client (an IPv4 address or an IPv6 /64), the key the
+    pending cap counts by too."""
     limits = limits_of(request)
-    await limits.auth_init.hit(limits.client_address(request), "registrations per address")
+    limits.unvouched_forwarding(request)  # the first X-Forwarded-For of an unlisted proxy is logged here already
+    await limits.auth_init.hit(limits.client(request), "registrations per address")
 
 
 async def limit_submit(request: Request, user_id: str) -> None:

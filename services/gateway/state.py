@@ -41,7 +41,6 @@ class GatewayState:
     position: LedgerPosition = field(default_factory=LedgerPosition)
     standings_cache: StandingsCache = field(default_factory=StandingsCache)
     poll_memory: PollMemory = field(default_factory=PollMemory)
-    forwarded_for_warned: bool = False  # an X-Forwarded-For from a proxy nobody listed was logged once
     _pool: asyncpg.Pool | None = None
     _listener: Listener | None = None
     _schedule: ExportSchedule | None = None

@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.events import query
 from tests.support.oauth_platform import OAuthPlatform, hidden_fields, oauth_platform
 
 VICTIM, ATTACKER, ELSEWHERE = "127.0.0.1", "127.0.0.2", "127.0.0.3"
@@ -150,7 +151,7 @@ def test_one_address_cannot_fill_the_pending_registrations(platform):
         platform.init(someone_else)
 
 
-PROXY, HOME, CAFE = "127.0.0.6", "198.51.100.7", "203.0.113.9"
+PROXY, HOME, CAFE, INGRESS = "127.0.0.6", "198.51.100.7", "203.0.113.9", "127.0.0.8"
 
 
 @pytest.fixture(scope="module")
@@ -189,6 +190,54 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(behind_proxy
     assert behind_proxy.works(first) and not behind_proxy.works(third)
 
 
+def test_behind_a_proxy_nobody_listed_a_callback_is_never_bound_at_once(platform):
+    # An ingress that KB_TRUSTED_PROXIES does not name: every client has its address, and it says who the client
+    # was in X-Forwarded-For. "Started from the same address" proves nothing then, so the person is asked.
+    who = github_account("behind-an-ingress")
+    with platform.client(INGRESS) as ingress:
+        cli_id = platform.init(ingress, headers={"X-Forwarded-For": "198.51.100.20"})
+        platform.fake.sign_in("github", who)
+        page = ingress.get(platform.authorize_link(cli_id, is_reset=False),
+                           headers={"X-Forwarded-For": "198.51.100.21"})
+    assert page.headers["content-type"].startswith("text/html") and INGRESS in page.text
+    assert not platform.works(cli_id)
+    assert "no KB_TRUSTED_PROXIES is set" in platform.log("gateway")  # and the operator is told why
+
+
+@pytest.fixture(scope="module")
+def limited_behind_proxy(platform, tmp_path_factory) -> Iterator[OAuthPlatform]:
+    """A replica behind the trusted proxy 127.0.0.6 with a rate of 5 registrations a minute per client."""
+    replica = OAuthPlatform(platform.nats_url, platform.database_url, Path(tmp_path_factory.mktemp("limited")),
+                            platform.fake, {"KB_TRUSTED_PROXIES": PROXY, "KB_AUTH_INIT_RATE": "5/minute"})
+    replica.start("gateway")
+    try:
+        yield replica
+    finally:
+        replica.stop()
+
+
+def _inits(proxy: httpx.Client, *clients: str) -> list[int]:
+    return [proxy.get("/auth/init", params={"provider": "github"}, headers={"X-Forwarded-For": client}).status_code
+            for client in clients]
+
+
+def test_the_addresses_of_one_ipv6_64_are_one_client_for_the_rate_as_for_the_cap(limited_behind_proxy):
+    # One /64 has 2^64 addresses: counted one by one, a single LAN (and one free /48 has 65,536 of them) would never
+    # meet the rate, and 500 of its /64s would fill every pending registration there is.
+    with limited_behind_proxy.client(PROXY) as proxy:
+        one_lan = [f"2001:db8:7:1::{i:x}" for i in range(1, 8)]
+        assert _inits(proxy, *one_lan) == [200] * 5 + [429] * 2
+        refused = proxy.get("/auth/init", params={"provider": "github"}, headers={"X-Forwarded-For": one_lan[0]})
+        assert refused.status_code == 429 and refused.json()["detail"].startswith("Too many requests")
+        assert _inits(proxy, "2001:db8:7:2::1") == [200]  # the next /64: another client
+        # IPv4: one address is one client, its neighbour another
+        assert _inits(proxy, *["198.51.100.40"] * 6, "198.51.100.41") == [200] * 5 + [429, 200]
+    pending = query(limited_behind_proxy.database_url, "SELECT client_address, count(*) AS n FROM oauth_registrations "
+                    "WHERE client_address LIKE '2001:db8:7:%' GROUP BY 1 ORDER BY 1")
+    assert [(row["client_address"], row["n"]) for row in pending] == [("2001:db8:7:1::/64", 5),
+                                                                      ("2001:db8:7:2::/64", 1)]
+
+
 @pytest.mark.parametrize(("host", "client"), [
     ("203.0.113.9", "203.0.113.9"),
     ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
@@ -198,6 +247,21 @@ def test_behind_a_trusted_proxy_the_forwarded_address_is_the_client(behind_proxy
 ])
 def test_an_ipv6_client_is_its_64_network(host, client):
     # so that one client cannot take one pending registration per address of its /64
-    from services.gateway.routes.auth_confirm import client_network
+    from services.gateway.edge.ratelimit import client_network
 
     assert client_network(host) == client
+
+
+def test_the_shipped_kubernetes_gateway_trusts_a_proxy_range_and_no_more():
+    """deploy/k8s/gateway.yaml names the ingress's range: without it, behind any ingress, every client has one
+    address. A range is the operator's to adjust, but never everything (`*`, /0) nor a whole private /8."""
+    import yaml
+
+    from services.gateway.edge.ratelimit import trusted_networks
+
+    documents = yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy/k8s/gateway.yaml").read_text())
+    [gateway] = [d for d in documents if d and d["kind"] == "Deployment"]
+    [container] = gateway["spec"]["template"]["spec"]["containers"]
+    [entry] = [e for e in container["env"] if e["name"] == "KB_TRUSTED_PROXIES"]
+    networks = trusted_networks(entry["value"])
+    assert networks and all(network.is_private and network.prefixlen >= 12 for network in networks), networks

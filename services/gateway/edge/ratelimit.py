@@ -1,5 +1,8 @@
-"""HTTP rate limits of the gateway: per client address on `/auth/init`, per user on every submit route, and a cap
-on open SSE streams. Each refusal is a 429 with Retry-After in the API's one error shape.
+"""HTTP rate limits of the gateway: per client on `/auth/init`, per user on every submit route, and a cap on open
+SSE streams. Each refusal is a 429 with Retry-After in the API's one error shape.
+
+A client is an IPv4 address or an IPv6 /64 (`client_network`): the same key for the rate and for the pending
+registrations' cap, so that the addresses of one /64 count as one client for both.
 
 Rates are counted by the `limits` library, in this process's memory unless `rate_limit_storage_url` names a storage
 the replicas share (redis://, memcached://: those need their client package installed). Open streams are counted
@@ -103,13 +106,38 @@ class Limits:
         self.submit = Rate(limiter, settings.submit_rate, "submit")
         self.streams = Streams(settings.streams_per_user, settings.streams_total)
         self._proxies = trusted_networks(settings.trusted_proxies)
+        self._untrusted_forwarding_seen = False
+
+    def client(self, request: Request) -> str:
+        """Who the request is from, as the limits and the registration check count clients: `client_network` of
+        `client_address`."""
+        return client_network(self.client_address(request))
+
+    def unvouched_forwarding(self, request: Request) -> bool:
+        """X-Forwarded-For from a peer KB_TRUSTED_PROXIES does not list: most likely a proxy nobody listed, behind
+        which every client has the proxy's address. Logged loudly once per process; the caller then assumes the
+        worst (routes/auth.py asks the person to confirm a registration rather than binding it at once)."""
+        if "x-forwarded-for" not in request.headers:
+            return False
+        peer = request.client.host if request.client else "unknown"
+        # uvicorn has already put a trusted proxy's client in the peer's place (cli/main.py): a peer named by the
+        # header is that client, or one that names only itself
+        if self._trusted(peer) or peer in _hops(request):
+            return False
+        if not self._untrusted_forwarding_seen:
+            self._untrusted_forwarding_seen = True
+            listed = "no KB_TRUSTED_PROXIES is set" if not self._proxies else "KB_TRUSTED_PROXIES does not list it"
+            log.warning("X-Forwarded-For from %s ignored: %s. Behind a reverse proxy or ingress, list its addresses "
+                        "there, or every client looks like the proxy: the rate limits become global and each "
+                        "registration needs its person's confirmation (docs/security.md)", peer, listed)
+        return True
 
     def client_address(self, request: Request) -> str:
         """The TCP peer; behind a trusted proxy, the last X-Forwarded-For hop no trusted proxy added."""
         peer = request.client.host if request.client else "unknown"
         if not self._trusted(peer):
             return peer
-        hops = [hop.strip() for hop in request.headers.get("x-forwarded-for", "").split(",") if hop.strip()]
+        hops = _hops(request)
         for hop in reversed(hops):
             if not self._trusted(hop):
                 return hop
@@ -121,6 +149,24 @@ class Limits:
         except ValueError:
             return False
         return any(ip in network for network in self._proxies)
+
+
+def _hops(request: Request) -> list[str]:
+    return [hop.strip() for hop in request.headers.get("x-forwarded-for", "").split(",") if hop.strip()]
+
+
+def client_network(host: str) -> str:
+    """What counts as one client: an IPv4 address, or an IPv6 /64 (one LAN, where a machine's temporary addresses
+    change and where a single client could otherwise take 2^64 addresses)."""
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    return str(address)
 
 
 def trusted_networks(setting: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 
 from services.gateway.accounts import auth_repository, oauth, registering, registration
 from services.gateway.accounts.registration import INVALID_PROVIDER, RegistrationRefused
-from services.gateway.deps import Broker, Pool, Settings, limit_auth_init
+from services.gateway.deps import Broker, Pool, Settings, limit_auth_init, state_of
 from services.gateway.routes import auth_confirm
 from services.gateway.routes.auth_confirm import client_address, hold
 from services.gateway.settings import GatewaySettings, OAuthProvider
@@ -83,7 +83,8 @@ async def _register(request: Request, pool, broker, settings: GatewaySettings, p
         raise RegistrationRefused(502, f"Authentication with {provider} failed: the provider did not answer") from exc
     row = await auth_repository.user(pool, account.account_id)
     registration.check(provider, parsed.is_reset, registration.Existing(row["provider"]) if row else None)
-    if started["client_address"] != client_address(request):
+    # Behind a proxy nobody listed, every client has the proxy's address: "the same address" proves nothing then.
+    if started["client_address"] != client_address(request) or state_of(request).limits.unvouched_forwarding(request):
         return await hold(request, pool, provider, state, parsed, account, started)
     response = JSONResponse(await registering.complete(request, broker, settings, provider, parsed.cli_id,
                                                        parsed.is_reset, account))

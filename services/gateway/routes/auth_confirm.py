@@ -9,7 +9,6 @@ token, the single-use confirmation token and the state the callback carried).
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import secrets
 from datetime import UTC, datetime
@@ -32,30 +31,9 @@ PROVIDER_NAMES = {"discord": "Discord", "github": "GitHub"}
 
 
 def client_address(request: Request) -> str:
-    """The peer's address; behind a proxy, the one the proxy reports only if it is trusted (KB_TRUSTED_PROXIES)."""
-    state = state_of(request)
-    if "x-forwarded-for" in request.headers and not state.settings.trusted_proxies and \
-            not state.forwarded_for_warned:
-        # Most likely a proxy nobody listed: then every client has the proxy's address, and the check is void.
-        state.forwarded_for_warned = True
-        log.warning("X-Forwarded-For ignored: no KB_TRUSTED_PROXIES set. Behind a reverse proxy, list it there, "
-                    "or registrations cannot tell clients apart (docs/security.md)")
-    # One answer to "who is this client" for the registration check and the rate limits (services/gateway/edge/ratelimit.py).
-    return client_network(state.limits.client_address(request))
-
-
-def client_network(host: str) -> str:
-    """What counts as one client: an IPv4 address, or an IPv6 /64 (one LAN, where a machine's temporary addresses
-    change and where a single client could otherwise take 2^64 addresses)."""
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return host
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.ipv4_mapped is not None:
-            return str(address.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{address}/64", strict=False))
-    return str(address)
+    """The client (an IPv4 address or an IPv6 /64); behind a proxy, the one the proxy reports only if it is trusted
+    (KB_TRUSTED_PROXIES). One answer for the registration check and the rate limits (services/gateway/edge/ratelimit.py)."""
+    return state_of(request).limits.client(request)
 
 
 def _shown(moment: datetime) -> str:
