@@ -14,6 +14,7 @@ from services.core.admission.source_rules import header_directives
 from services.core.readmodel import board_reads
 from services.core.rules.display_names import display_name
 from services.core.submission import submit
+from services.core.submission.rate import SubmitRate
 from services.discord import repository
 
 MODES = {"test": "test", "benchmark": "benchmark", "profile": "profile", "ranked": "leaderboard"}
@@ -62,8 +63,9 @@ async def submitter(pool: asyncpg.Pool, user: discord.User | discord.Member) -> 
 
 
 async def admit(pool: asyncpg.Pool, user: discord.User | discord.Member, board: str, gpus: list[str], mode: str,
-                script: Script) -> submit.Admission:
-    """The submit use case's preliminary admission of a Discord submission; raises policy.Refused."""
+                script: Script, rate: SubmitRate | None = None) -> submit.Admission:
+    """The submit use case's preliminary admission of a Discord submission, counted against the user's submit rate
+    (KB_SUBMIT_RATE, as through the gateway); raises policy.Refused."""
     entry = submit.Entry(leaderboard=board, gpus=tuple(gpus), mode=mode, file_name=script.file_name,
                          content=script.content)
-    return await submit.admit(pool, await submitter(pool, user), entry)
+    return await submit.admit(pool, await submitter(pool, user), entry, rate)

@@ -17,6 +17,7 @@ from faststream.nats import NatsBroker, NatsRouter
 from schemas.streams import EVENTS
 from services.core.infrastructure.position import LedgerPosition
 from services.core.rules import artifact_links
+from services.core.submission.rate import SubmitRate
 from services.discord import projection
 from services.discord.commands.table import register
 from services.discord.delivery import Delivery, Layout
@@ -46,6 +47,7 @@ class BotContext:
     layout: Layout | None = None
     delivery: Delivery | None = None
     position: LedgerPosition | None = None  # the ledger's, for the commands' read-your-own-write waits
+    submit_rate: SubmitRate | None = None
 
 
 def _router(slot: KitSlot, on_applied) -> NatsRouter:
@@ -81,6 +83,7 @@ class KernelBotClient(discord.Client):
         self.kit = await start_kit(broker, settings)
         self.slot.fill(self.kit)
         self.ctx.pool, self.ctx.broker = self.kit.pool, broker
+        self.ctx.submit_rate = SubmitRate(settings.submit_rate, settings.rate_limit_storage_url)
         self.ctx.position = LedgerPosition()
         await self.ctx.position.start(settings.database_url, self.kit.pool)
         self.ctx.layout = await ensure_layout(self, settings.discord_guild_id)

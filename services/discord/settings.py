@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import SecretStr
 
 from services.core.infrastructure.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
+from services.core.submission.rate import DEFAULT_SUBMIT_RATE
 
 
 class DiscordSettings(HfExportSettings):
@@ -27,6 +28,10 @@ class DiscordSettings(HfExportSettings):
     profile_link_ttl_s: float = 24 * 3600.0
     # What `/admin update-problems` syncs when it names no repository (upstream's PROBLEMS_REPO).
     problems_repository: str = PROBLEMS_REPOSITORY
+    # Submissions per user, the gateway's KB_SUBMIT_RATE and KB_RATE_LIMIT_STORAGE_URL: counted here too, so the
+    # bot is no way around the gateway's limit (one count for both when the storage is shared).
+    submit_rate: str = DEFAULT_SUBMIT_RATE
+    rate_limit_storage_url: str = "memory://"
 
     def for_the_bot(self) -> DiscordSettings:
         """The settings the bot runs with: in debug mode, the staging bot's token and server in place of the live

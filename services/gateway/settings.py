@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, SecretStr
 
 from services.core.infrastructure.settings import PROBLEMS_ARCHIVE_URL, PROBLEMS_REPOSITORY, HfExportSettings
+from services.core.submission.rate import DEFAULT_SUBMIT_RATE
 
 
 class OAuthProvider(BaseModel):
@@ -52,7 +53,7 @@ class GatewaySettings(HfExportSettings):
     # HTTP rate limits, in the `limits` library's notation ("10/minute", several joined by ";"); a refusal is a 429
     # with Retry-After. /auth/init per client address; submissions per user, across every submit route.
     auth_init_rate: str = "10/minute"
-    submit_rate: str = "30/minute"
+    submit_rate: str = DEFAULT_SUBMIT_RATE  # the bot counts its submissions by the same setting
     # Open SSE streams (the streaming submit) of one user, and of everyone, on one gateway process.
     streams_per_user: int = 4
     streams_total: int = 500

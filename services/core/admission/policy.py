@@ -32,6 +32,7 @@ INTAKE_CLOSED = "The bot is currently not accepting any new submissions, please 
 BANNED = "You are banned from making submissions."
 CLOSED_NEEDS_CLI = "Closed leaderboards only accept submissions via CLI"
 NO_ACCESS = "You do not have access to this leaderboard"
+TOO_LARGE = "Submission file is too large (limit: 1MB)."
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def check_file(board: LeaderboardView, file_name: str, content: bytes) -> str:
     if not content:
         refuse(400, "Empty file submitted. Please provide a file with code.")
     if len(content) > MAX_SUBMISSION_BYTES:
-        refuse(413, "Submission file is too large (limit: 1MB).")
+        refuse(413, TOO_LARGE)
     try:
         code = content.decode("utf-8")
     except UnicodeDecodeError:

@@ -15,6 +15,7 @@ from schemas.contracts import ProfileOptions
 from schemas.events import SubmissionReceived
 from services.core.admission import policy
 from services.core.readmodel.admission_reads import admission_facts
+from services.core.submission.rate import SubmitRate
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,11 @@ async def read_facts(pool, submitter: Submitter, entry: Entry, now: datetime) ->
                  rate_limit=rate_limit)
 
 
-async def admit(pool, submitter: Submitter, entry: Entry) -> Admission:
-    """The preliminary admission with what the read model shows now; raises the first refusal (policy.Refused)."""
+async def admit(pool, submitter: Submitter, entry: Entry, rate: SubmitRate | None = None) -> Admission:
+    """The preliminary admission with what the read model shows now; raises the first refusal (policy.Refused).
+    With `rate`, the submission is counted against the submitter's submit rate first (the gateway counts its own
+    before it reads the request's file: services/gateway/edge/ratelimit.py)."""
+    if rate is not None:
+        await rate.count(submitter.user_id)
     now = datetime.now(UTC)
     return judge(await read_facts(pool, submitter, entry, now), submitter, entry, now)

@@ -49,6 +49,11 @@ async def submit(ctx, interaction: discord.Interaction, script: discord.Attachme
         await reply(interaction, f"Submissions go to <#{ctx.layout.submissions_channel}>.")
         return
     await interaction.response.defer(ephemeral=True, thinking=True)
+    # Discord says how large the file is: a file past the limit is refused without downloading it (up to 25 MB
+    # and more, as many at once as people submit).
+    if script.size > policy.MAX_SUBMISSION_BYTES:
+        await interaction.edit_original_response(content=f"❌ {policy.TOO_LARGE}")
+        return
     source = admission.Script(file_name=script.filename, content=await script.read())
     try:
         board = admission.requested_board(leaderboard, source)
@@ -69,7 +74,8 @@ async def submit(ctx, interaction: discord.Interaction, script: discord.Attachme
             if not gpus:
                 return
     try:
-        admitted = await admission.admit(ctx.pool, interaction.user, board, gpus, admission.MODES[mode], source)
+        admitted = await admission.admit(ctx.pool, interaction.user, board, gpus, admission.MODES[mode], source,
+                                         ctx.submit_rate)
     except policy.Refused as refused:
         await interaction.edit_original_response(content=refusal_text(refused))
         return
