@@ -39,6 +39,7 @@ from schemas.streams import (
     runner_inbox_prefix,
     runner_job_consumer,
     runner_report_id,
+    runner_report_nonce,
     runner_report_subject,
 )
 
@@ -125,14 +126,15 @@ async def run_job(config: AgentConfig, run_id: str, payload_text: str) -> FullRe
 
 
 async def report(js, runner: str, run_id: str, result: FullResult) -> None:
-    """Publish the result under this runner's name; the fixed message id makes a repeated publish harmless."""
+    """Publish the result under this runner's name; one message id for all attempts makes a repeat harmless."""
     event = run_completed({"run_id": run_id}, result, as_runner=True)
     assert event is not None  # a run id is all a named runner needs
+    message_id = runner_report_id(runner, event.message_id, runner_report_nonce())  # one id for every attempt
     for attempt in range(1, REPORT_ATTEMPTS + 1):
         try:
             await js.publish(runner_report_subject(runner, event.subject), event.model_dump_json().encode(),
                              stream=RUNNER_REPORTS.name, timeout=PUBLISH_TIMEOUT_S,
-                             headers={"Nats-Msg-Id": runner_report_id(runner, event.message_id)})
+                             headers={"Nats-Msg-Id": message_id})
             return
         except Exception as exc:  # noqa: BLE001 - a connection lost meanwhile: asked again once it is back
             if attempt == REPORT_ATTEMPTS:

@@ -41,7 +41,14 @@ from runner.task.smoke import is_smoke_payload, judged, summary
 from runner.task.toolchain import refusal as toolchain_refusal
 from schemas.contracts import FullResult
 from schemas.events import RunCompleted
-from schemas.streams import EVENTS, RUNNER_REPORTS, runner_inbox_prefix, runner_report_id, runner_report_subject
+from schemas.streams import (
+    EVENTS,
+    RUNNER_REPORTS,
+    runner_inbox_prefix,
+    runner_report_id,
+    runner_report_nonce,
+    runner_report_subject,
+)
 
 NATS_URL_ENV = "KB_NATS_URL"
 RUNNER_NAME_ENV = "KB_RUNNER_NAME"
@@ -73,7 +80,7 @@ async def publish(nats_url: str, event: RunCompleted, runner_name: str = "") -> 
     options: dict = {}
     if runner_name:
         subject, stream = runner_report_subject(runner_name, event.subject), RUNNER_REPORTS.name
-        message_id = runner_report_id(runner_name, event.message_id)
+        message_id = runner_report_id(runner_name, event.message_id, runner_report_nonce())
         options["inbox_prefix"] = runner_inbox_prefix(runner_name)  # the only inbox a runner's user may read
     client = await nats.connect(nats_url, connect_timeout=PUBLISH_TIMEOUT_S, max_reconnect_attempts=3, **options)
     try:

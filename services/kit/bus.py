@@ -7,7 +7,7 @@ import logging
 
 from faststream.nats import JStream, NatsBroker
 from nats.errors import ConnectionClosedError, ConnectionReconnectingError
-from nats.js.api import RetentionPolicy, StorageType
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType
 
 from schemas.envelope import Event
 from schemas.events import BY_SUBJECT
@@ -26,6 +26,9 @@ def _stream_settings(spec: StreamSpec) -> dict:
         "max_msg_size": spec.max_msg_size,
         "max_age": spec.max_age_s or None,
         "retention": RetentionPolicy(spec.retention),
+        "max_bytes": spec.max_bytes,
+        "max_msgs_per_subject": spec.max_msgs_per_subject,
+        "discard": DiscardPolicy(spec.discard),
     }
 
 

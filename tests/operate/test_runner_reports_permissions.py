@@ -16,7 +16,7 @@ from nats.errors import TimeoutError as NatsTimeout
 
 from schemas.contracts import FullResult, SystemInfo
 from schemas.events import RunCompleted
-from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_report_subject
+from schemas.streams import EVENTS, RUNNER_REPORTS, runner_report_id, runner_report_nonce, runner_report_subject
 from services.kit.embedded import find_nats_server, free_port
 from tests.support.events import archived, dead_letters, query
 from tests.support.platform import Platform
@@ -72,7 +72,7 @@ async def _close(client) -> None:
 def _report(url: str, subject: str, stream: str, event: RunCompleted) -> None:
     """Publish as a runner would (runner/container.py: its message ids scoped by its name); raises when the server
     refuses it. Every runner here claims to be `evil` or `acme` by its subject; the id follows the subject."""
-    message_id = runner_report_id(subject.split(".")[1], event.message_id) if subject.startswith("runner.") \
+    message_id = runner_report_id(subject.split(".")[1], event.message_id, runner_report_nonce()) if subject.startswith("runner.") \
         else event.message_id
     async def send():
         client = await nats.connect(url, max_reconnect_attempts=1)

@@ -27,6 +27,7 @@ from schemas.streams import (
     runner_job_consumer,
     runner_job_subject,
     runner_report_id,
+    runner_report_nonce,
     runner_report_subject,
 )
 from services.dispatcher.backends.agent import declare_job_consumers
@@ -141,7 +142,7 @@ async def _attack(server: ShippedNats, attacker: str) -> None:
         report = RunCompleted(run_id=f"{attacker}.run", submission_id=0, leaderboard="", gpu="", mode="test",
                               backend="agent", result={"success": True})
         ack = await js.publish(runner_report_subject(attacker, report.subject), report.model_dump_json().encode(),
-                               headers={"Nats-Msg-Id": runner_report_id(attacker, report.message_id)},
+                               headers={"Nats-Msg-Id": runner_report_id(attacker, report.message_id, runner_report_nonce())},
                                stream=RUNNER_REPORTS.name, timeout=5)
         assert ack.stream == RUNNER_REPORTS.name
         await client.flush()
