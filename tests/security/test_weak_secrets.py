@@ -1,4 +1,5 @@
-"""A service refuses to start with a placeholder or short admin token or session secret (docs/security.md, "Secrets").
+"""A service refuses to start with a placeholder or short admin token or session secret (docs/security.md,
+"Registration and web sessions").
 
 `kubectl apply -k` or a copied example used to give a public gateway whose admin token was `change-me`: anyone
 reading the repository was an admin. Each service that holds one of these settings checks it at start, before it
