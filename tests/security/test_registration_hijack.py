@@ -238,12 +238,25 @@ def test_the_addresses_of_one_ipv6_64_are_one_client_for_the_rate_as_for_the_cap
                                                                       ("2001:db8:7:2::/64", 1)]
 
 
+def test_one_ipv6_site_cannot_fill_the_pending_registrations(limited_behind_proxy):
+    # A /48 (what a free tunnel broker hands out) holds 65,536 /64s: each within its own limits, they would hold
+    # every pending registration there is. The site as a whole holds at most 100.
+    lans = [f"2001:db8:8:{lan:x}::1" for lan in range(1, 22)]
+    with limited_behind_proxy.client(PROXY) as proxy:
+        for lan in lans[:20]:
+            assert _inits(proxy, *[lan] * 5) == [200] * 5
+        refused = proxy.get("/auth/init", params={"provider": "github"}, headers={"X-Forwarded-For": lans[20]})
+        assert refused.status_code == 429 and "from this network" in refused.json()["detail"], refused.text
+        assert _inits(proxy, "2001:db8:9::1", "198.51.100.50") == [200, 200]  # another site, an IPv4 client
+
+
 @pytest.mark.parametrize(("host", "client"), [
     ("203.0.113.9", "203.0.113.9"),
     ("2001:db8:1:2:aaaa::1", "2001:db8:1:2::/64"),
     ("2001:db8:1:2:ffff:ffff:ffff:ffff", "2001:db8:1:2::/64"),  # the same LAN: one client
     ("::ffff:203.0.113.9", "203.0.113.9"),
     ("testclient", "testclient"),
+    ("zz::/64", "zz::_64"),  # junk a proxy passed on never looks like a network
 ])
 def test_an_ipv6_client_is_its_64_network(host, client):
     # so that one client cannot take one pending registration per address of its /64

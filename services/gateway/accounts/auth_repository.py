@@ -9,6 +9,13 @@ PENDING_COUNT = "SELECT count(*) FROM oauth_registrations WHERE claimed_at IS NU
 PENDING_FROM = """
 SELECT count(*) FROM oauth_registrations WHERE client_address = $1 AND claimed_at IS NULL AND expires_at > now()
 """
+# Every client ending in /64 is an IPv6 network (services/gateway/edge/ratelimit.py client_network), so the cast
+# never meets anything else; the CASE keeps it from the other rows whatever order Postgres checks the conditions in.
+PENDING_IN_SITE = """
+SELECT count(*) FROM oauth_registrations
+WHERE claimed_at IS NULL AND expires_at > now()
+  AND CASE WHEN client_address LIKE '%/64' THEN client_address::cidr <<= $1::cidr ELSE false END
+"""
 START = """
 INSERT INTO oauth_registrations (cli_id_digest, provider, expires_at, client_address)
 VALUES ($1, $2, now() + make_interval(secs => $3), $4)
@@ -38,6 +45,11 @@ async def pending_count(pool: asyncpg.Pool) -> int:
 
 async def pending_from(pool: asyncpg.Pool, client_address: str) -> int:
     return await pool.fetchval(PENDING_FROM, client_address)
+
+
+async def pending_in_site(pool: asyncpg.Pool, site: str) -> int:
+    """Pending registrations of every /64 inside the IPv6 network `site`."""
+    return await pool.fetchval(PENDING_IN_SITE, site)
 
 
 async def pending(pool: asyncpg.Pool, cli_id_digest: str, provider: str) -> bool:

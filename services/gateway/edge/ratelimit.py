@@ -161,12 +161,22 @@ def client_network(host: str) -> str:
     try:
         address = ipaddress.ip_address(host)
     except ValueError:
-        return host
+        # not an address (an ASGI test client's name, a proxy's junk): kept, but never in a network's shape, so that
+        # every stored client ending in /64 is one (client_site, accounts/auth_repository.py)
+        return host.replace("/", "_")
     if isinstance(address, ipaddress.IPv6Address):
         if address.ipv4_mapped is not None:
             return str(address.ipv4_mapped)
         return str(ipaddress.ip_network(f"{address}/64", strict=False))
     return str(address)
+
+
+def client_site(client: str) -> str | None:
+    """The IPv6 /48 of a client that is a /64 (one site: a free tunnel broker hands out a /48, 65,536 /64s); None for
+    an IPv4 client."""
+    if not client.endswith("/64"):
+        return None
+    return str(ipaddress.ip_network(client).supernet(new_prefix=48))
 
 
 def trusted_networks(setting: str) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:

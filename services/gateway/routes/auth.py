@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse, Response
 from services.gateway.accounts import auth_repository, oauth, registering, registration
 from services.gateway.accounts.registration import INVALID_PROVIDER, RegistrationRefused
 from services.gateway.deps import Broker, Pool, Settings, limit_auth_init, state_of
+from services.gateway.edge.ratelimit import client_site
 from services.gateway.routes import auth_confirm
 from services.gateway.routes.auth_confirm import client_address, hold
 from services.gateway.settings import GatewaySettings, OAuthProvider
@@ -27,9 +28,12 @@ router.include_router(auth_confirm.router)
 log = logging.getLogger("kernelbot.gateway.auth")
 # Unauthenticated callers create pending rows: past this many live ones, /auth/init asks them to come back later.
 MAX_PENDING = 10_000
-# ...and one address may hold only this many of them, so no single client fills the table for everyone.
+# ...and one address may hold only this many of them, so no single client fills the table for everyone...
 MAX_PENDING_PER_CLIENT = 20
+# ...nor one IPv6 site (a /48) with its 65,536 /64s: 100 sites to fill the table, not 500 /64s of one site.
+MAX_PENDING_PER_SITE = 100
 TOO_MANY_FROM_HERE = "Too many pending registrations from this address; finish one or wait ten minutes"
+TOO_MANY_FROM_SITE = "Too many pending registrations from this network; finish one or wait ten minutes"
 
 
 def _provider_config(settings: GatewaySettings, provider: str) -> OAuthProvider:
@@ -48,6 +52,9 @@ async def auth_init(request: Request, pool: Pool, settings: Settings, provider: 
     address = client_address(request)
     if await auth_repository.pending_from(pool, address) >= MAX_PENDING_PER_CLIENT:
         raise HTTPException(429, TOO_MANY_FROM_HERE, {"Retry-After": "60"})
+    site = client_site(address)
+    if site is not None and await auth_repository.pending_in_site(pool, site) >= MAX_PENDING_PER_SITE:
+        raise HTTPException(429, TOO_MANY_FROM_SITE, {"Retry-After": "60"})
     if await auth_repository.pending_count(pool) >= MAX_PENDING:
         raise HTTPException(429, "Too many pending registrations; try again in a minute", {"Retry-After": "60"})
     cli_id = str(uuid.uuid4())
