@@ -40,6 +40,7 @@
 #include <fcntl.h>
 #include <nvtx3/nvToolsExt.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -92,7 +93,7 @@ output_t custom_kernel(input_t data);
 
 namespace {
 
-[[maybe_unused]] const char* const kVersion = "kernelbot-examples-cuda 0.2.0";
+[[maybe_unused]] const char* const kVersion = "kernelbot-examples-cuda 0.2.1";
 [[maybe_unused]] const char* const kTimer = "cuda-event";
 [[maybe_unused]] const char* const kSeedFdVariable = "KERNELBOT_HARNESS_SEED_FD";
 [[maybe_unused]] const char* const kWorkerBinary = "./eval.out";
@@ -375,6 +376,14 @@ int take_fd(const char* name) {
 
 // glibc passes (argc, argv, envp) to constructors of the executable.
 __attribute__((constructor(101))) void take_environment(int, char** argv, char**) {
+    // Not dumpable, before the seed is read and before any worker exists: the worker runs user code under this
+    // same uid, and a dumpable parent's /proc/<pid>/mem, fd and environ are open to it wherever Yama does not
+    // restrict ptrace (seccomp cannot tell those paths apart from any other open). The re-exec below makes the
+    // process dumpable again, and this constructor runs again in the new image. Fail closed: no seed is taken.
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+        std::fprintf(stderr, "cannot make the supervisor non-dumpable: %s\n", std::strerror(errno));
+        std::_Exit(kExitBadInput);
+    }
     if (const char* raw = std::getenv("POPCORN_SEED")) {
         std::snprintf(g_secret, sizeof g_secret, "%s", raw);
         g_has_secret = true;
