@@ -9,8 +9,10 @@ The checks read files below `--root` (default /) and ask `systemctl` and `docker
 
 Before the checks, one `INFO` line reports the isolation a runner started directly on this host gives its runs
 (`full`, or `limits-only` and why: such runs are not ranked outside development mode). It is reported, not checked:
-the agents' jobs run in the runner container, confined by its own sandbox. `--json` prints everything as one JSON
-object, the isolation level and its reason included.
+the agents' jobs run in the runner container, confined by its own sandbox. Two more `INFO` lines report the kernel
+settings the sandbox stands on (services/cli/host_kernel.py): Yama's ptrace restriction and user-namespace support,
+each with what it means here. `--json` prints everything as one JSON object, the isolation level and its reason and
+the kernel settings included.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Annotated
 import typer
 
 from runner.host import rocm_devices
+from services.cli.host_kernel import kernel_settings
 
 QUEUE = re.compile(r"[a-z0-9]+-[a-z0-9]+-[0-9]+")
 UNITS = {"K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
@@ -244,18 +247,22 @@ def host_check(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object instead of lines")] = False,
 ) -> None:
     """Check this GPU host's Buildkite agents: queue tag, unit, running, slice limits, one GPU each, the image, and
-    the isolation a runner here gives its runs."""
+    the isolation a runner here gives its runs and the kernel settings it stands on (ptrace, user namespaces)."""
     from runner.confinement.sandbox import sandbox_level
 
     level = sandbox_level()
+    kernel = kernel_settings(root)
     checks = host_checks(root, run_command, image)
     failed = sum(not check.ok for check in checks)
     if as_json:
         typer.echo(json.dumps({"isolation": {"level": level[0], "reason": level[1]}, "passed": not failed,
+                               "kernel": {setting.name: setting.as_json() for setting in kernel},
                                "checks": [{"ok": c.ok, "subject": c.subject, "name": c.name, "detail": c.detail}
                                           for c in checks]}))
     else:
         typer.echo(isolation_line(level))
+        for setting in kernel:
+            typer.echo(setting.line())
         for check in checks:
             typer.echo(check.line())
         typer.echo(f"{len(checks) - failed} of {len(checks)} checks passed")

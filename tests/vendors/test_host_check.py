@@ -125,7 +125,7 @@ def test_the_isolation_this_host_gives_is_reported_on_one_line_and_in_the_json(h
 
     level, reason = sandbox_level()  # this process is the user host-check runs as
     done = check(host)
-    [line] = [line for line in done.stdout.splitlines() if line.startswith("INFO")]
+    [line] = [line for line in done.stdout.splitlines() if line.startswith("INFO host   isolation ")]
     assert line.split()[:4] == ["INFO", "host", "isolation", f"{level}:"] and reason in line
 
     as_json = subprocess.run([str(KERNELBOT), "host-check", "--root", str(host.root), "--json"], env=host.env(),
