@@ -1,6 +1,7 @@
 """The seccomp filter of the run sandbox: classic BPF, as bwrap's `--seccomp FD` and `prctl(PR_SET_SECCOMP)` take it.
 
-Denied with EPERM: the system calls that reach other processes' memory (ptrace, process_vm_*), the kernel's key
+Denied with EPERM: the system calls that reach other processes' memory or descriptors (ptrace, process_vm_*,
+pidfd_getfd; kcmp compares them), the kernel's key
 rings, eBPF, userfaultfd (a tool for widening kernel races), perf events, module loading, kexec, every way of
 changing mounts or the root, joining namespaces, new user namespaces (clone/unshare with CLONE_NEWUSER), file
 handles (open_by_handle_at walks past bind mounts), io_uring, and clock, swap and reboot calls. clone3 answers
@@ -23,7 +24,7 @@ OFFSET_NR, OFFSET_ARCH, OFFSET_ARG0 = 0, 4, 16
 
 DENIED = {
     "x86_64": {
-        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "keyctl": 250,
+        "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438, "keyctl": 250,
         "add_key": 248, "request_key": 249, "bpf": 321, "userfaultfd": 323, "perf_event_open": 298,
         "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313, "delete_module": 176,
         "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "open_tree": 428, "move_mount": 429,
@@ -34,7 +35,7 @@ DENIED = {
         "clock_adjtime": 305, "adjtimex": 159, "uselib": 134, "lookup_dcookie": 212, "vhangup": 153,
     },
     "aarch64": {
-        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "keyctl": 219,
+        "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438, "keyctl": 219,
         "add_key": 217, "request_key": 218, "bpf": 280, "userfaultfd": 282, "perf_event_open": 241,
         "kexec_load": 104, "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
         "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "open_tree": 428, "move_mount": 429,

@@ -8,7 +8,8 @@ drops every capability), and so are its `/proc/<ppid>/environ` and `/proc/<ppid>
 would refuse the dumpable case too, but many hosts (Fedora, RHEL, many Slurm clusters) run without it.
 
 The stand-in has the supervisor's shape: it takes a secret at run time, then forks and execs its worker, which
-tries to read and rewrite the secret through `/proc/<ppid>/mem` and to open the parent's environ and fd directory.
+tries to read and rewrite the secret through `/proc/<ppid>/mem`, to open the parent's environ and fd directory, and
+to take the parent's stdout with pidfd_getfd (guarded by the same check, and denied by the filter as well).
 It is told the secret's address, which a real attacker would find in `/proc/<ppid>/maps` (as open as `mem`).
 """
 
@@ -31,8 +32,16 @@ STANDIN = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#ifndef __NR_pidfd_open
+#define __NR_pidfd_open 434
+#endif
+#ifndef __NR_pidfd_getfd
+#define __NR_pidfd_getfd 438
+#endif
 
 static char secret[64];
 
@@ -60,6 +69,9 @@ static int worker(unsigned long address) {
     try_open("environ", path, O_RDONLY);
     snprintf(path, sizeof path, "/proc/%d/fd", parent);
     try_open("fd", path, O_RDONLY | O_DIRECTORY);
+    int pidfd = (int)syscall(__NR_pidfd_open, parent, 0);
+    int stolen = pidfd >= 0 ? (int)syscall(__NR_pidfd_getfd, pidfd, 1, 0) : -1;  /* the parent's stdout */
+    printf("pidfd_getfd: %s\n", stolen >= 0 ? "stolen" : strerror(errno));
     return 0;
 }
 
@@ -67,7 +79,11 @@ int main(int argc, char** argv) {
     if (argc == 3 && strcmp(argv[1], "worker") == 0) return worker(strtoul(argv[2], NULL, 16));
     if (argc != 2) return 2;
     if (strcmp(argv[1], "undumpable") == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return 3;
-    snprintf(secret, sizeof secret, "seed-%d-%ld", getpid(), (long)getppid() * 7919);  // known only at run time
+    unsigned long long random = 0;
+    FILE* source = fopen("/dev/urandom", "rb");
+    if (!source || fread(&random, sizeof random, 1, source) != 1) return 4;
+    fclose(source);
+    snprintf(secret, sizeof secret, "seed-%llx", random);  /* known only at run time */
     printf("secret: %s\n", secret);
     fflush(stdout);
     pid_t pid = fork();
@@ -124,6 +140,8 @@ def test_a_worker_reads_and_rewrites_a_dumpable_supervisor_inside_the_sandbox(st
     assert report["mem-read"] == report["secret"]  # the seed, read
     assert report["mem-write"] == "written" and report["parent-now"] == "forged-by-the-worker"  # the verdict, forged
     assert report["environ"] == report["fd"] == "open"
+    # The same ptrace check guards pidfd_getfd, which would hand over the parent's pipes: the filter denies it.
+    assert report["pidfd_getfd"] == "Operation not permitted"
 
 
 def test_a_non_dumpable_supervisor_is_closed_to_its_worker_inside_the_sandbox(standin):
@@ -131,3 +149,4 @@ def test_a_non_dumpable_supervisor_is_closed_to_its_worker_inside_the_sandbox(st
     assert report["mem"] == "Permission denied" and "mem-read" not in report
     assert report["parent-now"] == report["secret"]
     assert report["environ"] == report["fd"] == "Permission denied"
+    assert report["pidfd_getfd"] == "Operation not permitted"
