@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from services.kit.embedded import find_nats_server, free_port
+from tests.support.shipped_nats import terminate
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -130,13 +131,7 @@ def start(server: Server, text: str, env: dict[str, str]) -> Server:
 
 
 def stop(server: Server) -> None:
-    if server.process is not None and server.process.poll() is None:
-        server.process.terminate()
-        try:
-            server.process.wait(10)
-        except subprocess.TimeoutExpired:
-            server.process.kill()
-            server.process.wait(10)
+    terminate(server.process)
 
 
 def _log(server: Server) -> str:

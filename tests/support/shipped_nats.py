@@ -102,9 +102,16 @@ async def _jetstream_answers(url: str) -> None:
 
 
 def stop(server: ShippedNats) -> None:
-    server.process.terminate()
+    terminate(server.process)
+
+
+def terminate(process: subprocess.Popen | None) -> None:
+    """Stop a server process: SIGTERM, then SIGKILL if it has not gone within ten seconds."""
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
     try:
-        server.process.wait(10)
+        process.wait(10)
     except subprocess.TimeoutExpired:
-        server.process.kill()
-        server.process.wait(10)
+        process.kill()
+        process.wait(10)
