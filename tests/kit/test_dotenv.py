@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from services.cli.up import Stack
 from services.discord.settings import DiscordSettings
 from services.gateway.settings import GatewaySettings
 from services.kit.embedded import free_port
@@ -148,7 +149,6 @@ def test_the_public_address_in_the_environment_beats_upstreams_in_the_file(monke
 
 
 def test_the_services_kernelbot_up_starts_get_the_port_by_our_name_only(monkeypatch, tmp_path):
-    from services.cli.up import Stack
 
     monkeypatch.setenv("PORT", "3000")  # a developer's shell often has one, for another program
     up = Stack(data_dir=tmp_path, port=8000)

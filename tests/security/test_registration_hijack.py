@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from services.gateway.edge.ratelimit import client_network, trusted_networks
 from tests.support.events import query
 from tests.support.oauth_platform import OAuthPlatform, hidden_fields, oauth_platform
 
@@ -260,7 +261,6 @@ def test_one_ipv6_site_cannot_fill_the_pending_registrations(limited_behind_prox
 ])
 def test_an_ipv6_client_is_its_64_network(host, client):
     # so that one client cannot take one pending registration per address of its /64
-    from services.gateway.edge.ratelimit import client_network
 
     assert client_network(host) == client
 
@@ -270,7 +270,6 @@ def test_the_shipped_kubernetes_gateway_trusts_a_proxy_range_and_no_more():
     address. A range is the operator's to adjust, but never everything (`*`, /0) nor a whole private /8."""
     import yaml
 
-    from services.gateway.edge.ratelimit import trusted_networks
 
     documents = yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy/k8s/gateway.yaml").read_text())
     [gateway] = [d for d in documents if d and d["kind"] == "Deployment"]
