@@ -149,7 +149,6 @@ def test_the_public_address_in_the_environment_beats_upstreams_in_the_file(monke
 
 
 def test_the_services_kernelbot_up_starts_get_the_port_by_our_name_only(monkeypatch, tmp_path):
-
     monkeypatch.setenv("PORT", "3000")  # a developer's shell often has one, for another program
     up = Stack(data_dir=tmp_path, port=8000)
     up.database_url, up.nats_url = "postgresql://127.0.0.1/kb", "nats://127.0.0.1:4222"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from services.gateway.edge.ratelimit import client_network, trusted_networks
 from tests.support.events import query
@@ -261,16 +262,12 @@ def test_one_ipv6_site_cannot_fill_the_pending_registrations(limited_behind_prox
 ])
 def test_an_ipv6_client_is_its_64_network(host, client):
     # so that one client cannot take one pending registration per address of its /64
-
     assert client_network(host) == client
 
 
 def test_the_shipped_kubernetes_gateway_trusts_a_proxy_range_and_no_more():
     """deploy/k8s/gateway.yaml names the ingress's range: without it, behind any ingress, every client has one
     address. A range is the operator's to adjust, but never everything (`*`, /0) nor a whole private /8."""
-    import yaml
-
-
     documents = yaml.safe_load_all((Path(__file__).resolve().parents[2] / "deploy/k8s/gateway.yaml").read_text())
     [gateway] = [d for d in documents if d and d["kind"] == "Deployment"]
     [container] = gateway["spec"]["template"]["spec"]["containers"]
